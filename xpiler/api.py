@@ -1,0 +1,47 @@
+"""The Python API (DESIGN §3.3) for framework integrators; the CLI is a thin layer over it.
+
+No global state: every call takes what it needs as arguments.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .diagnostics import XPError
+from .signature import check_signature
+from .spec import Spec, default_spec_path, dialect_of, load_spec
+from .verify.tester import Verdict, compare_kernels
+
+
+def _resolve(src: str | Path, spec: str | Path | Spec | None) -> tuple[Path, Spec]:
+    src = Path(src)
+    if not src.is_file():
+        raise XPError("XP1201", path=src, file=src)
+    if isinstance(spec, Spec):
+        s = spec
+    else:
+        sp = Path(spec) if spec else default_spec_path(src)
+        s = load_spec(sp)
+    d = dialect_of(src)
+    if d is not None and d != s.dialect and not (d == "c" and s.dialect == "c"):
+        raise XPError("XP1023", spec=s.dialect, src=d, file=s.path)
+    check_signature(src, s)
+    return src, s
+
+
+def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Sequence[int] = (0, 1, 2),
+         instances: list[str] | None = None, sanitize: bool = True, timeout: float = 120.0, mem_mb: int = 4096,
+         jobs: int = 2, progress: Callable[[int, int], None] | None = None) -> Verdict:
+    """Run ``src`` on the best substrate here against its spec's reference; return the verdict.
+
+    The verdict names its substrate (``hw:…`` or ``emu:…``), the seeds and instances run, and
+    the largest absolute and relative errors seen.
+    """
+    src, s = _resolve(src, spec)
+    return compare_kernels(src, s, seeds=seeds, instances=instances, sanitize=sanitize, timeout=timeout,
+                           mem_mb=mem_mb, jobs=jobs, progress=progress)
+
+
+def migrate(src: str | Path, to: str, spec: str | Path | None = None, **kw):
+    """Migrate a kernel to dialect ``to`` (issue 5: not built yet)."""
+    raise XPError("XP1203", command="migrate", why="symbolic migration (issue 5) has not landed")

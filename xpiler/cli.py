@@ -1,0 +1,225 @@
+"""The ``xpiler`` command: a thin layer over the Python API (DESIGN §3.2).
+
+Exit codes: 0 success / verified; 3 unresolved or not verified; 2 bad input or usage;
+1 internal error or a capability that is not built yet (said plainly).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from . import __version__
+from .diagnostics import XPError, XPErrors
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_UNRESOLVED = 0, 1, 2, 3
+
+
+def _err(e: XPError) -> int:
+    print(e.format(), file=sys.stderr)
+    code = e.code
+    if code.startswith("XP1") or code.startswith("XP12"):
+        return EXIT_BAD_INPUT
+    if code.startswith("XP9"):
+        return EXIT_INTERNAL
+    return EXIT_UNRESOLVED if code.startswith("XP2") else EXIT_INTERNAL
+
+
+def _not_yet(command: str, why: str) -> int:
+    print(XPError("XP1203", command=command, why=why).format(), file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+class _Progress:
+    """A one-line progress display on a terminal; silent when stderr is not a TTY (logs, CI)."""
+
+    def __init__(self, label: str, enabled: bool | None = None):
+        self.label = label
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def __call__(self, done: int, total: int):
+        if self.enabled:
+            sys.stderr.write(f"\r{self.label}: {done}/{total}")
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------------------------
+def cmd_test(a) -> int:
+    from .api import test
+    src = Path(a.src)
+    v = test(src, spec=a.spec, seeds=list(range(a.seeds)), instances=a.instance or None,
+             sanitize=not a.no_asan, timeout=a.timeout, progress=_Progress(f"testing {src.name}"))
+    if a.json:
+        print(json.dumps(v.to_json(), indent=None))
+    else:
+        print(v.summary())
+        for f in v.failures[:10]:
+            print(f"  {f.code}: {f.message}")
+            for d in f.first_diffs[:3]:
+                print(f"      at {d['index']}: got {d['got']}, expected {d['expected']}")
+            if f.log and f.code in ("XP2001", "XP2002", "XP2003", "XP2105", "XP2104"):
+                tail = "\n".join(f.log.strip().splitlines()[:8])
+                print("      " + tail.replace("\n", "\n      "))
+        if len(v.failures) > 10:
+            print(f"  … {len(v.failures) - 10} more failures")
+    if v.build_error is not None and v.build_error.code.startswith("XP1"):
+        return EXIT_BAD_INPUT
+    return EXIT_OK if v.verified else EXIT_UNRESOLVED
+
+
+def cmd_doctor(a) -> int:
+    from .platforms import _MODULES, get_platform
+    rows = []
+    for d in _MODULES:
+        try:
+            p = get_platform(d)
+            for sub, ok, why in p.doctor():
+                rows.append((d, sub, ok, why))
+        except XPError as e:
+            rows.append((d, "-", False, e.message))
+    if a.json:
+        print(json.dumps([{"dialect": d, "substrate": s, "usable": ok, "detail": w} for d, s, ok, w in rows]))
+        return EXIT_OK
+    print(f"xpiler {__version__} — substrates on this machine")
+    for d, s, ok, w in rows:
+        print(f"  {'ok ' if ok else ' - '} {d:5s} {s:28s} {w}")
+    return EXIT_OK
+
+
+def cmd_bench(a) -> int:
+    from .examples_index import discover
+    if a.list:
+        from .spec import load_spec
+        for ex in discover(Path(a.suite) if a.suite else None, [a.src_dialect] if a.src_dialect else None):
+            try:
+                insts = [i.name for i in load_spec(ex.spec).instances()]
+            except XPError:
+                insts = None
+            obj = ex.to_json(insts)
+            print(json.dumps(obj) if a.json else f"{ex.op:22s} {ex.dialect:5s} {ex.variant:10s} {ex.source}")
+        return EXIT_OK
+    return _not_yet("bench", "migration benchmarks need `xpiler migrate` (issue 5); use `bench --list` or "
+                             "benchmarks/verify_examples.py for the example suite")
+
+
+def cmd_parse(a) -> int:
+    try:
+        from .parse_cmd import parse_main
+    except ImportError as e:
+        return _not_yet("parse", f"the front end is not installed ({e})")
+    return parse_main(a)
+
+
+def cmd_spec(a) -> int:
+    from .infer import infer_spec
+    if not a.infer:
+        print("xpiler spec: give --infer SRC", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text, notes = infer_spec(Path(a.infer))
+    sys.stdout.write(text)
+    for n in notes:
+        print(n.format(), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_migrate(a) -> int:
+    return _not_yet("migrate", "symbolic migration (issue 5) has not landed; today xpiler parses, prints, "
+                               "and verifies kernels (`xpiler parse`, `xpiler test`)")
+
+
+def cmd_replay(a) -> int:
+    return _not_yet("replay", "provenance logs and replay (issue 6) have not landed")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="xpiler", description="Migrate tensor-operator kernels between CUDA, HIP, "
+                                "BANG C and C/VNNI, and verify every result by running it.")
+    p.add_argument("--version", action="version", version=f"xpiler {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    m = sub.add_parser("migrate", help="migrate a kernel to another dialect and verify it")
+    m.add_argument("src")
+    m.add_argument("--to", required=True, choices=["cuda", "hip", "bang", "c"])
+    m.add_argument("--spec")
+    m.add_argument("-o", "--outdir", default="out")
+    m.add_argument("--llm", metavar="BACKEND:MODEL")
+    m.add_argument("--proposer", choices=["symbolic", "llm", "both"], default="symbolic")
+    m.add_argument("--budget", type=float, default=600.0, metavar="SECONDS")
+    m.add_argument("--no-tune", action="store_true")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--jobs", type=int, default=2)
+    m.add_argument("--cluster", metavar="ADDRESS")
+    m.add_argument("--resume", metavar="LOG")
+    m.set_defaults(func=cmd_migrate)
+
+    t = sub.add_parser("test", help="run a kernel on the best substrate here and compare with its reference")
+    t.add_argument("src")
+    t.add_argument("--spec")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+    t.add_argument("--seeds", type=int, default=3, help="number of seeds (flavours cycle: ordinary, adversarial, boundary)")
+    t.add_argument("--instance", action="append", help="only this instance (repeatable)")
+    t.add_argument("--no-asan", action="store_true", help="skip the AddressSanitizer build (faster, less strict)")
+    t.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
+    t.set_defaults(func=cmd_test)
+
+    r = sub.add_parser("replay", help="re-apply a logged migration; same output hash or fail")
+    r.add_argument("log")
+    r.add_argument("--reverify", action="store_true")
+    r.set_defaults(func=cmd_replay)
+
+    b = sub.add_parser("bench", help="benchmarks over the example suite (--list: the example instances)")
+    b.add_argument("--suite")
+    b.add_argument("--from", dest="src_dialect", choices=["cuda", "hip", "bang", "c"])
+    b.add_argument("--to", dest="dst_dialect", choices=["cuda", "hip", "bang", "c"])
+    b.add_argument("--json", action="store_true")
+    b.add_argument("--list", action="store_true")
+    b.set_defaults(func=cmd_bench)
+
+    pa = sub.add_parser("parse", help="parse a kernel: show the IR, or print it back (--print)")
+    pa.add_argument("src")
+    pa.add_argument("--print", dest="print_", action="store_true", help="print the kernel back from the IR")
+    pa.add_argument("--to", choices=["cuda", "hip", "bang", "c"], help="with --print: printer to use (default: own dialect)")
+    pa.add_argument("--json", action="store_true")
+    pa.set_defaults(func=cmd_parse)
+
+    s = sub.add_parser("spec", help="propose a spec from a kernel's host launcher")
+    s.add_argument("--infer", metavar="SRC")
+    s.set_defaults(func=cmd_spec)
+
+    d = sub.add_parser("doctor", help="which compilers, GPUs and emulators are usable here")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=cmd_doctor)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        a = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: usage errors exit 2, --help exits 0
+        return int(e.code or 0)
+    if not getattr(a, "command", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return a.func(a)
+    except XPErrors as e:
+        return _err(e)
+    except XPError as e:
+        return _err(e)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # never a bare traceback for the user
+        print(XPError("XP9001", detail=f"{type(e).__name__}: {e}").format(), file=sys.stderr)
+        if __import__("os").environ.get("XPILER_DEBUG"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Diagnostics: one table of stable IDs, and the typed error that carries one.
+
+Every message a user can get from xpiler has an ID here (SYCLomatic's DPCT10xx table is the
+model).  ``docs/diagnostics.md`` is generated from this table (``python -m xpiler.diagnostics``)
+and a test checks that the file is current.
+
+Ranges:
+  XP1000-1099  kernel spec (TOML)             XP1100-1199  front ends / parsing
+  XP1200-1299  command line and files          XP2000-2099  compilers / toolchains
+  XP2100-2199  verification verdicts           XP3000-3049  SIMT emulator runtime
+  XP3050-3099  BANG emulator runtime           XP4000-4099  passes and migration
+  XP9000-9099  internal errors
+Rows of the emulator and front-end ranges live in ``DIAGNOSTICS.txt`` files beside those
+components (lines ``ID|severity|message|hint``) and are merged in here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+import sys
+
+
+@dataclass(frozen=True)
+class DiagInfo:
+    code: str
+    severity: str  # error | warning | note
+    message: str  # template with {placeholders}
+    hint: str
+
+
+_ROWS: list[tuple[str, str, str, str]] = [
+    # --- spec --------------------------------------------------------------------------------
+    ("XP1001", "error", "spec file not found: {path}", "Write a spec TOML beside the kernel (same stem) or pass --spec; `xpiler spec --infer SRC` proposes one."),
+    ("XP1002", "error", "spec is not valid TOML: {detail}", "Fix the TOML syntax at the given line."),
+    ("XP1003", "error", "missing required key '{key}'", "Every spec needs entry, dialect and [[args]]; see docs/spec.md."),
+    ("XP1004", "error", "unknown dialect '{value}'", "Use one of: cuda, hip, bang, c."),
+    ("XP1005", "error", "unknown dtype '{value}' for argument '{arg}'", "Use one of: float32 float16 bfloat16 int8 uint8 int16 int32 int64."),
+    ("XP1006", "error", "unknown role '{value}' for argument '{arg}'", "Use one of: in, out, inout, scalar."),
+    ("XP1007", "error", "shape of argument '{arg}' has a non-positive extent ({value})", "Every extent must evaluate to an integer >= 1 in every instance."),
+    ("XP1008", "error", "array argument '{arg}' has no shape", "Give `shape = [...]` for every in/out/inout argument."),
+    ("XP1009", "error", "scalar argument '{arg}' has no value", "Give `value = ...` (a number or a size expression) for every scalar."),
+    ("XP1010", "error", "dialect '{dialect}' needs a [launch] table with {keys}", "cuda/hip need grid and block; bang needs dim and func_type."),
+    ("XP1011", "error", "launch key '{key}' must have 3 entries, got {value}", "Write launch dimensions as [x, y, z]."),
+    ("XP1012", "error", "launch dimension {key} evaluates to {value}", "Launch dimensions must be integers >= 1."),
+    ("XP1013", "error", "bad size expression '{expr}': {detail}", "Expressions may use integers, size names, + - * / % ( ), cdiv, min, max."),
+    ("XP1014", "error", "unknown size name '{name}' in '{expr}'", "Define it in [sizes] (or in the instance in [[shapes]])."),
+    ("XP1015", "error", "duplicate argument name '{arg}'", "Argument names must be unique."),
+    ("XP1016", "error", "spec argument list does not match the kernel signature of '{entry}': {detail}", "List every kernel parameter in [[args]], in signature order, with matching types."),
+    ("XP1017", "error", "entry function '{entry}' not found in {path}", "Set `entry` to the kernel's function name."),
+    ("XP1018", "error", "unknown func_type '{value}'", "Use block, union1, union2 or union4."),
+    ("XP1019", "error", "bad reference '{value}': {detail}", "Write [reference] python = \"file.py:function\" relative to the spec's folder."),
+    ("XP1020", "error", "bad tolerance {key} = {value}", "Tolerances are non-negative numbers."),
+    ("XP1021", "error", "[[shapes]] entry {index} has no name", "Give every extra instance a unique `name`."),
+    ("XP1022", "error", "argument '{arg}': bad constraint {key} = {value}", "range = [lo, hi] with lo <= hi; permutation_axis within the shape; value matching the shape."),
+    ("XP1023", "error", "spec dialect '{spec}' does not match the source file's dialect '{src}'", "Fix `dialect` or pass the right file."),
+    ("XP1024", "warning", "unknown key '{key}' ignored", "Check the spelling; see docs/spec.md."),
+    ("XP1025", "error", "size '{name}' must be an integer, got {value}", "Sizes are integers."),
+    ("XP1026", "error", "argument '{arg}' is an array of {count} elements; the limit is {limit}", "Use smaller shapes for verification instances."),
+    ("XP1027", "error", "scalar '{arg}' has dtype {dtype} but value {value}", "Integer scalars need integer values."),
+    ("XP1028", "error", "argument entry {index} has no name", "Every [[args]] entry needs `name`."),
+    ("XP1029", "error", "duplicate instance name '{name}'", "Names in [[shapes]] must be unique and not 'base'."),
+    ("XP1030", "note", "could not infer {what}", "Fill it in by hand; the proposed spec marks it with a TODO comment."),
+    # --- command line / files ----------------------------------------------------------------
+    ("XP1201", "error", "file not found: {path}", "Check the path."),
+    ("XP1202", "error", "cannot tell the dialect of {path}", "Use .cu (cuda), .hip (hip), .mlu (bang) or .c/.cc/.cpp (c), or pass a spec with `dialect`."),
+    ("XP1203", "error", "'{command}' is not available yet: {why}", "See the README's status table."),
+    ("XP1204", "error", "output directory {path} would overwrite {file}", "Choose another -o, or remove the file yourself."),
+    ("XP1205", "error", "bad option: {detail}", "See `xpiler COMMAND --help`."),
+    # --- toolchains ----------------------------------------------------------------------------
+    ("XP2001", "error", "CUDA/HIP compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
+    ("XP2002", "error", "BANG compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
+    ("XP2003", "error", "C compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
+    ("XP2004", "error", "no usable toolchain for {what}: {why}", "Run `xpiler doctor` to see what is missing and how to install it."),
+    ("XP2005", "error", "AMDGPU compile failed for {arch}: {detail}", "The clang message is attached."),
+    # --- verification --------------------------------------------------------------------------
+    ("XP2101", "error", "output '{arg}' differs from the expected result: {detail}", "See the first differing elements; the minimized failing case is saved beside the output."),
+    ("XP2102", "error", "output '{arg}' has NaN where the expected value is finite (unwritten element or NaN produced): {detail}", "Every output element must be written; outputs are poisoned before each run."),
+    ("XP2103", "error", "kernel run timed out after {seconds} s", "The kernel hangs or is far too slow for the instance."),
+    ("XP2104", "error", "kernel run crashed ({detail})", "A segmentation fault or abort in the kernel; run `xpiler test` with the same seed to reproduce."),
+    ("XP2105", "error", "out-of-bounds access found by AddressSanitizer: {detail}", "The kernel reads or writes outside a buffer; a GPU may hide this, the test does not."),
+    ("XP2106", "error", "kernel run exceeded the memory limit of {limit_mb} MiB", "The kernel allocates far too much memory."),
+    ("XP2107", "error", "input argument '{arg}' was modified by the kernel", "Declare it inout in the spec if the kernel writes it."),
+    ("XP2108", "error", "reference function failed: {detail}", "Fix the Python reference named in [reference]."),
+    ("XP2109", "error", "emulator runtime error: {detail}", "See the XP30xx code in the message."),
+    ("XP2110", "error", "reference returned {got} arrays; the spec has {want} out/inout arguments", "Return the out/inout arrays in signature order."),
+    ("XP2111", "error", "harness failed: {detail}", "Internal harness problem; please report it with the job folder."),
+    # --- internal ------------------------------------------------------------------------------
+    ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
+]
+
+
+def _load_component_rows() -> list[tuple[str, str, str, str]]:
+    rows = []
+    base = Path(__file__).parent
+    for path in sorted(base.glob("**/DIAGNOSTICS.txt")):
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split("|")
+            if len(parts) >= 4 and parts[0].startswith("XP"):
+                rows.append((parts[0].strip(), parts[1].strip(), parts[2].strip(), "|".join(parts[3:]).strip()))
+    return rows
+
+
+TABLE: dict[str, DiagInfo] = {}
+for _row in _ROWS + _load_component_rows():
+    TABLE.setdefault(_row[0], DiagInfo(*_row))
+
+
+class XPError(Exception):
+    """A diagnostic raised as an error: stable code, message, source location, hint.
+
+    ``XPError("XP1005", value="float33", arg="A", file="add.toml", line=7)`` formats the
+    table's template; a free-text ``message`` may be given instead of template fields.
+    """
+
+    def __init__(self, code: str, message: str | None = None, file: str | Path | None = None,
+                 line: int | None = None, col: int | None = None, hint: str | None = None,
+                 **fields):
+        info = TABLE.get(code)
+        if message is None:
+            if info is None:
+                message = code
+            else:
+                try:
+                    message = info.message.format(**fields)
+                except (KeyError, IndexError):
+                    message = info.message
+        self.code = code
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.col = col
+        self.hint = hint if hint is not None else (info.hint if info else "")
+        self.severity = info.severity if info else "error"
+        self.fields = fields
+        super().__init__(self.format())
+
+    def location(self) -> str:
+        if not self.file:
+            return ""
+        loc = self.file
+        if self.line:
+            loc += f":{self.line}"
+            if self.col:
+                loc += f":{self.col}"
+        return loc
+
+    def format(self) -> str:
+        loc = self.location()
+        head = f"{loc}: " if loc else ""
+        text = f"{head}{self.severity} {self.code}: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "severity": self.severity, "message": self.message,
+                "file": self.file, "line": self.line, "col": self.col, "hint": self.hint}
+
+
+class XPErrors(XPError):
+    """Several diagnostics found in one input (e.g. a spec with many wrong keys)."""
+
+    def __init__(self, errors: list[XPError]):
+        self.errors = errors
+        first = errors[0]
+        super().__init__(first.code, first.message, first.file, first.line, first.col, first.hint)
+
+    def format(self) -> str:  # type: ignore[override]
+        return "\n".join(e.format() for e in getattr(self, "errors", [])) or super().format()
+
+
+def render_markdown() -> str:
+    lines = [
+        "# Diagnostics",
+        "",
+        "Generated from `xpiler/diagnostics.py` (and the `DIAGNOSTICS.txt` tables of the front end",
+        "and the emulators) by `python -m xpiler.diagnostics > docs/diagnostics.md`. Do not edit by hand.",
+        "",
+        "| ID | severity | message | what to do |",
+        "|---|---|---|---|",
+    ]
+    for code in sorted(TABLE):
+        d = TABLE[code]
+        msg = d.message.replace("|", "\\|")
+        hint = d.hint.replace("|", "\\|")
+        lines.append(f"| {d.code} | {d.severity} | {msg} | {hint} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.stdout.write(render_markdown())

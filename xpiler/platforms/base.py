@@ -1,0 +1,68 @@
+"""What every platform module shares: build caching, compiler invocation, error mapping."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..diagnostics import XPError
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("XPILER_CACHE", Path.home() / ".cache" / "xpiler"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def content_key(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def tree_digest(folder: Path) -> str:
+    """Hash of every file under ``folder`` (runtime headers), so cached builds follow edits."""
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(folder)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:24]
+
+
+def which(name: str) -> str | None:
+    return shutil.which(name)
+
+
+_LOC = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*(?P<msg>.*)$", re.M)
+
+
+def compile_or_raise(argv: list[str], code: str, src_name: str, cwd: Path, timeout: float = 300,
+                     user_file: str | None = None) -> str:
+    """Run a compiler; on failure raise ``XPError(code)`` at the first error's location."""
+    try:
+        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise XPError(code, detail=f"compiler timed out after {timeout} s", file=user_file) from None
+    except FileNotFoundError:
+        raise XPError("XP2004", what=argv[0], why="compiler not found") from None
+    log = p.stdout + p.stderr
+    if p.returncode != 0:
+        m = None
+        for m2 in _LOC.finditer(log):
+            if src_name in m2.group("file") or (user_file and Path(user_file).name in m2.group("file")):
+                m = m2
+                break
+        m = m or _LOC.search(log)
+        first = m.group("msg") if m else (log.strip().splitlines() or ["unknown error"])[-1]
+        err = XPError(code, detail=first, file=user_file or (m.group("file") if m else None),
+                      line=int(m.group("line")) if m else None,
+                      col=int(m.group("col")) if m and m.group("col") else None)
+        err.log = log  # type: ignore[attr-defined]
+        raise err
+    return log

@@ -1,0 +1,103 @@
+"""The c dialect: C with Intel intrinsics, built with gcc and run natively on this CPU.
+
+Substrate ``hw:cpu-avx512vnni`` when the CPU has AVX-512 VNNI (the examples' dpbusd/dpwssd
+run natively), otherwise ``emu:simde-cpu``: an ``immintrin.h`` wrapper that adds SIMD
+Everywhere's portable implementations.  ``XPILER_C_SUBSTRATE=simde`` forces the portable path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from ..diagnostics import XPError
+from .base import cache_root, compile_or_raise, content_key, tree_digest, which
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
+
+SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
+
+
+def cpu_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def simde_available() -> bool:
+    return any(Path(p, "simde/x86/avx512.h").is_file() for p in ("/usr/include", "/usr/local/include"))
+
+
+class CPlatform:
+    dialect = "c"
+
+    def _mode(self) -> str:
+        forced = os.environ.get("XPILER_C_SUBSTRATE", "").lower()
+        if forced in ("simde", "native"):
+            return forced
+        flags = cpu_flags()
+        return "native" if {"avx512f", "avx512_vnni"} <= flags else "simde"
+
+    def substrate(self) -> str:
+        return "hw:cpu-avx512vnni" if self._mode() == "native" else "emu:simde-cpu"
+
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        gcc = which("gcc")
+        flags = cpu_flags()
+        rows = [("hw:cpu-avx512vnni", bool(gcc) and {"avx512f", "avx512_vnni"} <= flags,
+                 "gcc -march=native; CPU has AVX-512 VNNI" if {"avx512f", "avx512_vnni"} <= flags
+                 else "this CPU lacks AVX-512 VNNI"),
+                ("hw:cpu-amx", bool(gcc) and "amx_tile" in flags, "AMX tiles" if "amx_tile" in flags else "no AMX"),
+                ("emu:simde-cpu", bool(gcc) and simde_available(),
+                 "SIMD Everywhere found" if simde_available() else "apt-get install libsimde-dev")]
+        if not gcc:
+            rows = [(r[0], False, "gcc not found") for r in rows]
+        return rows
+
+    def prepare(self, text: str, filename: str) -> str:
+        return text
+
+    def _flags(self, sanitize: bool) -> list[str]:
+        mode = self._mode()
+        flags = ["-O2", "-fopenmp", "-w", f"-I{COMMON_INCLUDE}"]
+        if mode == "native":
+            flags.append("-march=native")
+        else:
+            flags += [f"-I{SIMDE_WRAPPER}", "-mavx2", "-mfma"]
+        if sanitize:
+            flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"]
+        return flags
+
+    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool) -> Path:
+        if not which("gcc"):
+            raise XPError("XP2004", what="c", why="gcc not found")
+        src = Path(src)
+        text = src.read_text()
+        main = main_source(spec, "kernel.c", cxx=False)
+        flags = self._flags(sanitize)
+        key = content_key("c", text, main, " ".join(flags), tree_digest(RUNTIME_DIR / "common"))
+        out_dir = cache_root() / "build" / key
+        exe = out_dir / "run"
+        if exe.is_file():
+            return exe
+        tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / "kernel.c").write_text(f'#line 1 "{src.name}"\n' + text)
+        (tmp / "main.c").write_text(main)
+        compile_or_raise(["gcc", *flags, "main.c", "-o", "run", "-lm"], "XP2003", src.name, tmp,
+                         user_file=str(src))
+        try:
+            tmp.rename(out_dir)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return exe
+
+    def compile_check(self, src: Path, *, arch: str | None = None) -> dict:
+        import subprocess
+        src = Path(src)
+        p = subprocess.run(["gcc", "-O2", f"-march={arch or 'native'}", "-fopenmp", "-c", "-x", "c", str(src),
+                            "-o", "/dev/null"], capture_output=True, text=True)
+        return {"ok": p.returncode == 0, "log": p.stdout + p.stderr, "arch": arch or "native", "resources": {}}

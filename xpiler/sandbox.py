@@ -1,0 +1,88 @@
+"""Run generated code in a child process with time and memory limits.
+
+A candidate kernel may crash, hang or allocate without bound; none of that may take the tool
+down.  ``run_limited`` runs one command in its own process group, kills the whole group on
+time-out, caps the address space (or, under AddressSanitizer, whose shadow memory needs a
+huge address space, the resident set through ``hard_rss_limit_mb``), and classifies the end.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+#: exit code our emulator runtimes use for errors they detect (barrier deadlock, bad memory space…)
+RUNTIME_ERROR_RC = 97
+#: exit code AddressSanitizer is told to use
+ASAN_RC = 98
+
+
+@dataclass
+class RunOutcome:
+    rc: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    reason: str = "ok"  # ok | timeout | crash | asan | memory | runtime-error | exit
+    signal: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason == "ok"
+
+
+def _limits(mem_mb: int | None, sanitized: bool):
+    def apply():
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if mem_mb and not sanitized:
+            b = mem_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (b, b))
+    return apply
+
+
+def run_limited(argv: list[str], cwd: str | Path | None = None, timeout_s: float = 60.0,
+                mem_mb: int | None = 4096, env: dict | None = None, sanitized: bool = False,
+                input_bytes: bytes | None = None) -> RunOutcome:
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    if sanitized:
+        opts = [f"exitcode={ASAN_RC}", "detect_leaks=0", "abort_on_error=0", "symbolize=1",
+                "allocator_may_return_null=1"]
+        if mem_mb:
+            opts += [f"hard_rss_limit_mb={mem_mb}", f"max_allocation_size_mb={mem_mb}"]
+        full_env["ASAN_OPTIONS"] = ":".join(opts)
+    proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+                            preexec_fn=_limits(mem_mb, sanitized))
+    try:
+        out, err = proc.communicate(input=input_bytes, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        return RunOutcome(None, out.decode(errors="replace"), err.decode(errors="replace"), True, "timeout")
+    so, se = out.decode(errors="replace"), err.decode(errors="replace")
+    rc = proc.returncode
+    if rc == 0:
+        return RunOutcome(rc, so, se)
+    if rc < 0:
+        sig = -rc
+        reason = "memory" if sig == signal.SIGKILL else "crash"
+        return RunOutcome(rc, so, se, reason=reason, signal=sig)
+    if rc == ASAN_RC or "ERROR: AddressSanitizer" in se:
+        if "hard rss limit" in se or "allocation-size-too-big" in se or "out-of-memory" in se \
+                or "requested allocation size" in se:
+            return RunOutcome(rc, so, se, reason="memory")
+        return RunOutcome(rc, so, se, reason="asan")
+    if rc == RUNTIME_ERROR_RC:
+        return RunOutcome(rc, so, se, reason="runtime-error")
+    if "std::bad_alloc" in se or "Cannot allocate memory" in se or "out of memory" in se.lower():
+        return RunOutcome(rc, so, se, reason="memory")
+    return RunOutcome(rc, so, se, reason="exit")

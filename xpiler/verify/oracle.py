@@ -1,0 +1,74 @@
+"""Oracles: the spec's Python reference, or another kernel run on the same inputs."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..diagnostics import XPError
+from ..dtypes import bf16_to_f32, to_compute
+from ..spec import Instance, Spec
+
+_MODULE_CACHE: dict[str, object] = {}
+
+
+def load_reference(spec: Spec):
+    """The callable named by ``[reference] python = "file.py:function"`` (relative to the spec)."""
+    if not spec.reference:
+        return None
+    file_part, func = spec.reference.rsplit(":", 1)
+    base = spec.path.parent if spec.path else Path.cwd()
+    path = (base / file_part).resolve()
+    if not path.is_file():
+        raise XPError("XP1019", value=spec.reference, detail=f"{path} not found", file=spec.path)
+    key = str(path)
+    mod = _MODULE_CACHE.get(key)
+    if mod is None:
+        name = f"xpiler_ref_{abs(hash(key))}"
+        ms = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(ms)
+        sys.modules[name] = mod
+        try:
+            ms.loader.exec_module(mod)
+        except Exception as e:  # the user's file: report, never crash
+            raise XPError("XP2108", detail=f"importing {path.name}: {type(e).__name__}: {e}", file=path) from None
+        _MODULE_CACHE[key] = mod
+    fn = getattr(mod, func, None)
+    if fn is None:
+        raise XPError("XP1019", value=spec.reference, detail=f"no function '{func}' in {path.name}", file=spec.path)
+    return fn
+
+
+def reference_outputs(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Expected out/inout arrays (float64 / int64) from the spec's reference function."""
+    fn = load_reference(spec)
+    args = []
+    for a in spec.args:
+        if a.role in ("in", "inout"):
+            arr = arrays[a.name]
+            args.append(bf16_to_f32(arr) if a.dtype == "bfloat16" else arr.copy())
+        elif a.role == "scalar":
+            args.append(inst.scalars[a.name])
+    try:
+        res = fn(*args)
+    except Exception as e:
+        raise XPError("XP2108", detail=f"{type(e).__name__}: {e}", file=spec.path) from None
+    outs = spec.outputs
+    if not isinstance(res, (tuple, list)):
+        res = (res,)
+    if len(res) != len(outs):
+        raise XPError("XP2110", got=len(res), want=len(outs), file=spec.path)
+    expected = {}
+    for a, r in zip(outs, res):
+        r = np.asarray(r)
+        if r.size != inst.numel(a.name):
+            raise XPError("XP2108", detail=f"reference output '{a.name}' has {r.size} elements, "
+                                           f"expected {inst.numel(a.name)}", file=spec.path)
+        expected[a.name] = r.reshape(inst.shapes[a.name]).astype(np.float64 if r.dtype.kind in "fc" else np.int64)
+    return expected
+
+
+def kernel_outputs_as_expected(spec: Spec, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {a.name: to_compute(a.dtype, outputs[a.name]) for a in spec.outputs}

@@ -1,0 +1,289 @@
+"""The differential tester (DESIGN §4).
+
+``test_kernel`` builds a kernel once for its platform, then runs every instance of its spec
+for several seeds in child processes with limits, each run on freshly drawn inputs with
+poisoned outputs, and compares every out/inout array with an oracle: the spec's Python
+reference and/or another kernel (``against``: the migration source) run on the same inputs.
+Every verdict names the substrate it ran on.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..diagnostics import XPError
+from ..dtypes import is_float, to_compute
+from ..platforms import get_platform
+from ..platforms.harness import read_outputs, write_job
+from ..sandbox import run_limited
+from ..spec import Instance, Spec, load_spec, default_spec_path
+from .inputs import flavour, make_inputs
+from .oracle import reference_outputs, kernel_outputs_as_expected
+
+DEFAULT_SEEDS = (0, 1, 2)
+
+
+@dataclass
+class RunFailure:
+    code: str
+    message: str
+    instance: str
+    seed: int
+    arg: str | None = None
+    first_diffs: list = field(default_factory=list)
+    log: str = ""
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "message": self.message, "instance": self.instance, "seed": self.seed,
+                "arg": self.arg, "first_diffs": self.first_diffs, "log": self.log[-2000:]}
+
+
+@dataclass
+class Verdict:
+    verified: bool
+    substrate: str
+    source: str
+    seeds: list[int]
+    instances: list[str]
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    failures: list[RunFailure] = field(default_factory=list)
+    runs: int = 0
+    sanitized: bool = False
+    oracle: str = ""
+    elapsed_s: float = 0.0
+    build_error: XPError | None = None
+
+    def to_json(self) -> dict:
+        return {"verified": self.verified, "substrate": self.substrate, "max_abs_error": self.max_abs_error,
+                "max_rel_error": self.max_rel_error, "seeds": self.seeds, "instances": self.instances,
+                "source": self.source, "runs": self.runs, "sanitized": self.sanitized, "oracle": self.oracle,
+                "elapsed_s": round(self.elapsed_s, 3),
+                "failures": [f.to_json() for f in self.failures],
+                "build_error": self.build_error.to_json() if self.build_error else None}
+
+    def summary(self) -> str:
+        state = "VERIFIED" if self.verified else "FAILED"
+        s = (f"{state} on {self.substrate}: {self.runs} runs ({len(self.instances)} instances x "
+             f"{len(self.seeds)} seeds{', AddressSanitizer' if self.sanitized else ''}), oracle: {self.oracle}; "
+             f"max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
+        return s
+
+
+# ---------------------------------------------------------------------------------------------
+def _compare(spec: Spec, inst: Instance, seed: int, got: dict[str, np.ndarray], expected: dict[str, np.ndarray],
+             inputs: dict[str, np.ndarray]) -> tuple[list[RunFailure], float, float]:
+    failures: list[RunFailure] = []
+    max_abs = max_rel = 0.0
+    for a in spec.args:
+        if a.role == "in" and a.name in got:
+            if not np.array_equal(got[a.name].view(np.uint8), np.ascontiguousarray(inputs[a.name]).view(np.uint8)):
+                failures.append(RunFailure("XP2107", f"input argument '{a.name}' was modified by the kernel",
+                                           inst.name, seed, a.name))
+    for a in spec.outputs:
+        g = to_compute(a.dtype, got[a.name])
+        e = expected[a.name]
+        if is_float(a.dtype):
+            rtol, atol = spec.tolerance_for(a.dtype)
+            g_nan = np.isnan(g)
+            e_fin = np.isfinite(e)
+            with np.errstate(invalid="ignore", over="ignore"):
+                diff = np.abs(g - e)
+                ok = (diff <= atol + rtol * np.abs(e)) | ((g == e) & ~np.isnan(g))
+            ok &= ~g_nan
+            finite = e_fin & ~g_nan & np.isfinite(g)
+            if finite.any():
+                d = diff[finite]
+                max_abs = max(max_abs, float(d.max()))
+                denom = np.abs(e[finite])
+                m = denom > atol
+                if m.any():
+                    max_rel = max(max_rel, float((d[m] / denom[m]).max()))
+            if not ok.all():
+                bad = np.argwhere(~ok)
+                first = [{"index": [int(x) for x in idx], "got": float(g[tuple(idx)]), "expected": float(e[tuple(idx)])}
+                         for idx in bad[:5]]
+                if g_nan[~ok].any():
+                    code, what = "XP2102", "NaN (unwritten or NaN produced)"
+                else:
+                    code, what = "XP2101", f"rtol={rtol:g} atol={atol:g}"
+                failures.append(RunFailure(code, f"output '{a.name}': {int((~ok).sum())} of {ok.size} elements wrong "
+                                                 f"({what}); instance {inst.describe()}, seed {seed} ({flavour(seed)})",
+                                           inst.name, seed, a.name, first))
+        else:
+            ok = g == e
+            if not ok.all():
+                bad = np.argwhere(~ok)
+                first = [{"index": [int(x) for x in idx], "got": int(g[tuple(idx)]), "expected": int(e[tuple(idx)])}
+                         for idx in bad[:5]]
+                failures.append(RunFailure("XP2101", f"output '{a.name}': {int((~ok).sum())} of {ok.size} elements "
+                                                     f"wrong (exact compare); instance {inst.describe()}, seed {seed}",
+                                           inst.name, seed, a.name, first))
+            if ok.size:
+                max_abs = max(max_abs, float(np.abs(g - e).max()))
+    return failures, max_abs, max_rel
+
+
+def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb: int) -> RunFailure:
+    log = (oc.stderr or "") + (oc.stdout or "")
+    if oc.reason == "timeout":
+        return RunFailure("XP2103", f"kernel run timed out after {timeout} s", inst.name, seed, log=log)
+    if oc.reason == "memory":
+        return RunFailure("XP2106", f"kernel run exceeded the memory limit of {mem_mb} MiB", inst.name, seed, log=log)
+    if oc.reason == "asan":
+        line = next((ln for ln in log.splitlines() if "ERROR: AddressSanitizer" in ln), "AddressSanitizer report")
+        return RunFailure("XP2105", f"out-of-bounds access found by AddressSanitizer: {line.strip()}", inst.name, seed,
+                          log=log)
+    if oc.reason == "runtime-error":
+        lines = [ln for ln in log.splitlines() if ln.startswith("xpiler-runtime-error:")]
+        msg = lines[0].split(":", 1)[1].strip() if lines else "emulator runtime error"
+        code = msg.split()[0] if msg.startswith("XP") else "XP2109"
+        return RunFailure(code, f"emulator runtime error: {msg}", inst.name, seed, log=log)
+    if oc.reason == "crash":
+        return RunFailure("XP2104", f"kernel run crashed (signal {oc.signal})", inst.name, seed, log=log)
+    return RunFailure("XP2111" if oc.rc in (90, 91) else "XP2104", f"kernel run exited with status {oc.rc}",
+                      inst.name, seed, log=log)
+
+
+class _Runner:
+    """Builds one kernel and runs it on jobs."""
+
+    def __init__(self, src: Path, spec: Spec, sanitize: bool, workroot: Path, timeout: float, mem_mb: int):
+        self.src, self.spec = Path(src), spec
+        self.platform = get_platform(spec.dialect)
+        self.sanitize = sanitize
+        self.timeout, self.mem_mb = timeout, mem_mb
+        self.workroot = workroot
+        self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
+        self.substrate = self.platform.substrate()
+
+    def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str):
+        jobdir = Path(tempfile.mkdtemp(prefix=f"job-{tag}-", dir=self.workroot))
+        try:
+            write_job(jobdir, inst, arrays)
+            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout, mem_mb=self.mem_mb,
+                             sanitized=self.sanitize)
+            if not oc.ok:
+                return None, oc
+            try:
+                return read_outputs(jobdir, inst), oc
+            except (OSError, ValueError) as e:
+                oc.reason, oc.stderr = "exit", f"{oc.stderr}\nharness output unreadable: {e}"
+                return None, oc
+        finally:
+            shutil.rmtree(jobdir, ignore_errors=True)
+
+
+def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None = None, *,
+                    against: tuple[str | Path, Spec] | None = None, use_reference: bool = True,
+                    seeds=DEFAULT_SEEDS, instances: list[str] | None = None, sanitize: bool = True,
+                    timeout: float = 120.0, mem_mb: int = 4096, jobs: int = 2,
+                    progress: Callable[[int, int], None] | None = None) -> Verdict:
+    """Run ``candidate`` on every instance × seed and compare with the oracle(s)."""
+    t0 = time.time()
+    candidate = Path(candidate)
+    if cand_spec is None:
+        cand_spec = default_spec_path(candidate)
+    spec = cand_spec if isinstance(cand_spec, Spec) else load_spec(cand_spec)
+    insts = spec.instances(instances)
+    oracle_parts = []
+    if use_reference and spec.reference:
+        oracle_parts.append("reference " + spec.reference)
+    if against:
+        oracle_parts.append(f"source kernel {Path(against[0]).name}")
+    workroot = Path(tempfile.mkdtemp(prefix="xpiler-test-"))
+    seeds = list(seeds)
+    verdict = Verdict(False, get_platform(spec.dialect).substrate(), str(candidate), seeds,
+                      [i.name for i in insts], sanitized=sanitize, oracle=" and ".join(oracle_parts) or "none")
+    try:
+        if not oracle_parts:
+            verdict.failures.append(RunFailure("XP2108", "no oracle: the spec has no [reference] and no source "
+                                               "kernel was given to compare with", "-", -1))
+            return verdict
+        try:
+            runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
+            verdict.substrate = runner.substrate
+            src_runner = None
+            if against:
+                src_spec = against[1] if isinstance(against[1], Spec) else load_spec(against[1])
+                src_runner = _Runner(Path(against[0]), src_spec, False, workroot, timeout, mem_mb)
+        except XPError as e:
+            verdict.build_error = e
+            verdict.failures.append(RunFailure(e.code, e.message, "-", -1, log=getattr(e, "log", "")))
+            return verdict
+
+        tasks = [(inst, seed) for inst in insts for seed in seeds]
+        done = [0]
+
+        def one(task):
+            inst, seed = task
+            arrays = make_inputs(inst, seed)
+            fails: list[RunFailure] = []
+            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}")
+            if got is None:
+                return [_failure_from_outcome(oc, inst, seed, timeout, mem_mb)], 0.0, 0.0
+            mabs = mrel = 0.0
+            if use_reference and spec.reference:
+                try:
+                    exp = reference_outputs(spec, inst, arrays)
+                except XPError as e:
+                    return [RunFailure(e.code, e.message, inst.name, seed)], 0.0, 0.0
+                f, a, r = _compare(spec, inst, seed, got, exp, arrays)
+                fails += f
+                mabs, mrel = max(mabs, a), max(mrel, r)
+            if src_runner is not None:
+                src_inst = src_runner.spec.instances([inst.name])
+                if not src_inst:
+                    fails.append(RunFailure("XP2108", f"source spec has no instance '{inst.name}'", inst.name, seed))
+                else:
+                    sgot, soc = src_runner.run(src_inst[0], {k: v.copy() for k, v in arrays.items()}, f"src-{seed}")
+                    if sgot is None:
+                        fl = _failure_from_outcome(soc, inst, seed, timeout, mem_mb)
+                        fl.message = "the SOURCE kernel failed: " + fl.message
+                        fails.append(fl)
+                    else:
+                        exp = kernel_outputs_as_expected(src_runner.spec, sgot)
+                        f, a, r = _compare(spec, inst, seed, got, exp, arrays)
+                        for x in f:
+                            x.message = "vs source kernel: " + x.message
+                        fails += f
+                        mabs, mrel = max(mabs, a), max(mrel, r)
+            return fails, mabs, mrel
+
+        def wrapped(task):
+            res = one(task)
+            done[0] += 1
+            if progress:
+                progress(done[0], len(tasks))
+            return res
+
+        if jobs > 1 and len(tasks) > 1:
+            with ThreadPoolExecutor(max_workers=jobs) as ex:
+                results = list(ex.map(wrapped, tasks))
+        else:
+            results = [wrapped(t) for t in tasks]
+        for fails, a, r in results:
+            verdict.failures += fails
+            verdict.max_abs_error = max(verdict.max_abs_error, a)
+            verdict.max_rel_error = max(verdict.max_rel_error, r)
+            verdict.runs += 1
+        verdict.verified = not verdict.failures and verdict.runs > 0
+        return verdict
+    finally:
+        verdict.elapsed_s = time.time() - t0
+        shutil.rmtree(workroot, ignore_errors=True)
+
+
+def test_kernel(src: str | Path, spec: Spec | str | Path | None = None, **kw) -> Verdict:
+    """Verify one kernel against its spec's Python reference (``xpiler test``)."""
+    return compare_kernels(src, spec, **kw)
+
+
+test_kernel.__test__ = False  # not a pytest test
