@@ -45,3 +45,16 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
 def migrate(src: str | Path, to: str, spec: str | Path | None = None, **kw):
     """Migrate a kernel to dialect ``to`` (issue 5: not built yet)."""
     raise XPError("XP1203", command="migrate", why="symbolic migration (issue 5) has not landed")
+
+
+def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,
+         timeout: float = 120.0):
+    """Build ``src`` for the best substrate here and return it as a callable.
+
+    ``k = xpiler.load("out/add.mlu", spec="out/add.mlu.toml"); c = k(a, b, c)`` runs the kernel
+    with numpy arrays (torch CPU tensors are accepted) and returns its out/inout arrays; numpy
+    output arrays passed in are filled too. ``k.substrate`` names where it ran.
+    """
+    from .kernel import Kernel
+    src, s = _resolve(src, spec)
+    return Kernel(src, s, sanitize=sanitize, timeout=timeout)

@@ -1,0 +1,84 @@
+"""``xpiler.load``: a kernel file as a Python callable on the best substrate here.
+
+The callable takes the array arguments (numpy arrays, or anything ``numpy.asarray`` accepts,
+such as torch CPU tensors) and returns the out/inout arrays; scalars come from the spec's
+instance unless given.  Every call runs in a child process with limits, like a test.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .diagnostics import XPError
+from .dtypes import NUMPY
+from .platforms import get_platform
+from .platforms.harness import read_outputs, write_job
+from .sandbox import run_limited
+from .spec import Instance, Spec
+from .verify.tester import _failure_from_outcome
+
+
+class Kernel:
+    """A built kernel. ``k(A, B, C)`` → the out/inout arrays (a tuple, or one array)."""
+
+    def __init__(self, src: Path, spec: Spec, *, sanitize: bool = False, timeout: float = 120.0,
+                 mem_mb: int = 4096):
+        self.src, self.spec = Path(src), spec
+        self.platform = get_platform(spec.dialect)
+        self.substrate = self.platform.substrate()
+        self.timeout, self.mem_mb, self.sanitize = timeout, mem_mb, sanitize
+        self._work = Path(tempfile.mkdtemp(prefix="xpiler-load-"))
+        self.exe = self.platform.build(self.src, spec, self._work, sanitize=sanitize)
+
+    def __repr__(self) -> str:
+        return f"<xpiler.Kernel {self.spec.entry} ({self.spec.dialect}) on {self.substrate}>"
+
+    def _instance_for(self, arrays: dict[str, np.ndarray], scalars: dict) -> Instance:
+        for inst in self.spec.instances():
+            if all(arrays[a.name].size == inst.numel(a.name) for a in self.spec.arrays if a.name in arrays):
+                if scalars:
+                    inst = Instance(inst.spec, inst.name, inst.sizes, inst.shapes, {**inst.scalars, **scalars},
+                                    inst.grid, inst.block, inst.shared_bytes, inst.dim, inst.func_type)
+                return inst
+        raise XPError("XP1205", detail="the arrays' sizes match no instance of the spec; add one to [[shapes]]")
+
+    def __call__(self, *args, **scalars):
+        arrays_spec = self.spec.arrays
+        if len(args) != len(arrays_spec):
+            raise XPError("XP1205", detail=f"{self.spec.entry} takes {len(arrays_spec)} arrays "
+                                            f"({', '.join(a.name for a in arrays_spec)}), got {len(args)}")
+        arrays = {}
+        for a, x in zip(arrays_spec, args):
+            if hasattr(x, "detach"):  # a torch tensor
+                x = x.detach().cpu().numpy()
+            arrays[a.name] = np.ascontiguousarray(np.asarray(x), dtype=NUMPY[a.dtype])
+        inst = self._instance_for(arrays, scalars)
+        jobdir = Path(tempfile.mkdtemp(prefix="call-", dir=self._work))
+        try:
+            write_job(jobdir, inst, arrays)
+            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout, mem_mb=self.mem_mb,
+                             sanitized=self.sanitize)
+            if not oc.ok:
+                f = _failure_from_outcome(oc, inst, -1, self.timeout, self.mem_mb)
+                raise XPError(f.code, f.message)
+            outs = read_outputs(jobdir, inst)
+        finally:
+            shutil.rmtree(jobdir, ignore_errors=True)
+        res = tuple(outs[a.name] for a in self.spec.outputs)
+        # write results back into the caller's numpy output arrays, like a kernel would
+        for a, x in zip(arrays_spec, args):
+            if a.role in ("out", "inout") and isinstance(x, np.ndarray) and x.flags.writeable:
+                x.reshape(-1)[:] = outs[a.name].reshape(-1)
+        return res[0] if len(res) == 1 else res
+
+    def close(self):
+        shutil.rmtree(self._work, ignore_errors=True)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
