@@ -58,3 +58,36 @@ def discover(suite: Path | None = None, dialects: list[str] | None = None, ops: 
             variant = stem[len(op) + 1:] if stem.startswith(op + "_") else ("base" if stem == op else stem)
             out.append(Example(op, d, variant or "base", f, spec))
     return out
+
+
+def readme_markdown(suite: Path | None = None) -> str:
+    """The op × dialect × variant table of ``examples/README.md`` (kept current by a test)."""
+    exs = discover(suite)
+    ops = sorted({e.op for e in exs})
+    lines = [
+        "# The example suite",
+        "",
+        "Our own kernels, written for this project: 21 operators in the four dialects, each with a spec",
+        "(`<file>.toml`: sizes, at least three instances including an odd one, launch, arguments) and a numpy",
+        "reference (`ref.py`). Variants are the hard sources to migrate from: shared-memory/LDS tiling, WMMA,",
+        "MFMA, warp/wave shuffles, NRAM/WRAM staging with `__bang_*` ops, AVX-512 and VNNI intrinsics.",
+        "",
+        "Verify all of them: `python benchmarks/verify_examples.py`; list them: `xpiler bench --list --json`.",
+        "This table is generated: `python -m xpiler.examples_index > examples/README.md`.",
+        "",
+        "| op | cuda | hip | bang | c |",
+        "|---|---|---|---|---|",
+    ]
+    for op in ops:
+        cells = []
+        for d in ("cuda", "hip", "bang", "c"):
+            vs = sorted(e.variant for e in exs if e.op == op and e.dialect == d)
+            cells.append(", ".join(vs) if vs else "—")
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    lines += ["", f"{len(exs)} kernels in all."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    sys.stdout.write(readme_markdown())

@@ -1,0 +1,36 @@
+// sign.cu: y[i] = +1, -1 or 0 by the sign of x[i] (sign(0) = 0), float32, flat array of n elements.
+// Grid-stride loop: each thread walks the array in steps of the whole grid, so the
+// launcher may cap the grid size and still cover any n.
+#include <cuda_runtime.h>
+
+#define SIGN_BLOCK 256       // threads per block
+#define SIGN_MAX_GRID 32     // cap on blocks; larger n is covered by the stride loop
+
+__global__ void sign(const float* x, float* y, int n)
+{
+    int step = blockDim.x * gridDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        float v = x[i];
+        y[i] = (float)(v > 0.0f) - (float)(v < 0.0f);
+    }
+}
+
+// Host side: device buffers, one launch, copy back.
+void sign_host(const float* x, float* y, int n)
+{
+    size_t bytes = (size_t)n * sizeof(float);
+    float* d_x;
+    float* d_y;
+    cudaMalloc((void**)&d_x, bytes);
+    cudaMalloc((void**)&d_y, bytes);
+    cudaMemcpy(d_x, x, bytes, cudaMemcpyHostToDevice);
+
+    int blocks = (n + SIGN_BLOCK - 1) / SIGN_BLOCK;
+    if (blocks > SIGN_MAX_GRID) blocks = SIGN_MAX_GRID;
+    if (blocks < 1) blocks = 1;
+    sign<<<blocks, SIGN_BLOCK>>>(d_x, d_y, n);
+
+    cudaMemcpy(y, d_y, bytes, cudaMemcpyDeviceToHost);
+    cudaFree(d_x);
+    cudaFree(d_y);
+}

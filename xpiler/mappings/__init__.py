@@ -1,0 +1,1 @@
+"""Mapping tables (data with status flags) that drive translation and generate the docs."""
