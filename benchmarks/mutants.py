@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run the planted-bug corpus (tests/mutants/corpus.toml): every mutant must fail its test and
+"""Run the planted-bug corpus (tests/mutants/*.toml): every mutant must fail its test and
 every original must pass. Prints one line per mutant and a count per dialect.
 
     python benchmarks/mutants.py [--dialect D] [--json OUT]
@@ -22,11 +22,15 @@ from xpiler.api import test  # noqa: E402
 from xpiler.diagnostics import XPError  # noqa: E402
 from xpiler.spec import default_spec_path, dialect_of  # noqa: E402
 
-CORPUS = ROOT / "tests" / "mutants" / "corpus.toml"
+CORPUS_DIR = ROOT / "tests" / "mutants"
 
 
 def load_corpus() -> list[dict]:
-    return tomllib.loads(CORPUS.read_text())["mutant"]
+    """Every ``[[mutant]]`` of every ``tests/mutants/*.toml`` file."""
+    out = []
+    for f in sorted(CORPUS_DIR.glob("*.toml")):
+        out += tomllib.loads(f.read_text()).get("mutant", [])
+    return out
 
 
 def apply(text: str, m: dict) -> str:
