@@ -24,8 +24,19 @@ def test_unknown_option_is_usage_error():
     assert p.returncode == 2 and "Traceback" not in p.stderr
 
 
-def test_replay_says_not_built():
-    p = run_cli("replay", "nothing.jsonl")
+def test_replay_missing_log_is_bad_input(tmp_path):
+    p = run_cli("replay", tmp_path / "nothing.jsonl")
+    assert p.returncode == 2 and "XP4007" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_replay_rejects_non_log(tmp_path):
+    (tmp_path / "x.jsonl").write_text('{"type": "pass"}\n')
+    p = run_cli("replay", tmp_path / "x.jsonl")
+    assert p.returncode == 2 and "XP4007" in p.stderr
+
+
+def test_migrate_cluster_says_not_built(tmp_path):
+    p = run_cli("migrate", "examples/relu/relu.c", "--to", "cuda", "--cluster", "tcp://127.0.0.1:1", "-o", tmp_path / "o")
     assert p.returncode == 1 and "XP1203" in p.stderr
 
 

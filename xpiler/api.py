@@ -42,9 +42,18 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
                            mem_mb=mem_mb, jobs=jobs, progress=progress)
 
 
-def migrate(src: str | Path, to: str, spec: str | Path | None = None, **kw):
-    """Migrate a kernel to dialect ``to`` (issue 5: not built yet)."""
-    raise XPError("XP1203", command="migrate", why="symbolic migration (issue 5) has not landed")
+def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir: str | Path = "out",
+            llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
+            seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None):
+    """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
+
+    Returns a :class:`xpiler.migrate.MigrationResult`: ``verified``, ``code``, ``output_path``,
+    ``report_path``, ``log_path``, ``latency`` (when measured), ``diagnostics``. A result that is
+    not verified wrote its best candidate with ``.unverified`` in the name.
+    """
+    from .migrate.driver import migrate as _migrate
+    return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
+                    jobs=jobs, resume=resume, progress=progress)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

@@ -20,7 +20,7 @@ EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_UNRESOLVED = 0, 1, 2, 3
 def _err(e: XPError) -> int:
     print(e.format(), file=sys.stderr)
     code = e.code
-    if code.startswith("XP1") or code.startswith("XP12"):
+    if code.startswith("XP1") or code in ("XP4006", "XP4007"):
         return EXIT_BAD_INPUT
     if code.startswith("XP9"):
         return EXIT_INTERNAL
@@ -127,12 +127,43 @@ def cmd_spec(a) -> int:
 
 
 def cmd_migrate(a) -> int:
-    return _not_yet("migrate", "symbolic migration (issue 5) has not landed; today xpiler parses, prints, "
-                               "and verifies kernels (`xpiler parse`, `xpiler test`)")
+    from .api import migrate
+    if a.proposer != "symbolic" or a.llm:
+        if a.proposer == "symbolic" and a.llm:
+            print("note: --llm given with --proposer symbolic; the LLM is not asked", file=sys.stderr)
+    if a.cluster:
+        return _not_yet("migrate --cluster", "distributed candidate evaluation (Dask) is not built yet")
+    tty = sys.stderr.isatty()
+
+    def progress(msg: str):
+        if tty:
+            sys.stderr.write(f"\r\033[K{msg}")
+            sys.stderr.flush()
+
+    r = migrate(a.src, to=a.to, spec=a.spec, outdir=a.outdir, llm=a.llm, proposer=a.proposer, budget=a.budget,
+                tune=not a.no_tune, seed=a.seed, jobs=a.jobs, resume=a.resume, progress=progress)
+    if tty:
+        sys.stderr.write("\r\033[K")
+    for d in r.diagnostics:
+        print(d.format(), file=sys.stderr)
+    if r.verified:
+        print(f"VERIFIED: {r.output_path} ({r.verdict.substrate if r.verdict else '?'}); spec {r.spec_path}; "
+              f"report {r.report_path}; log {r.log_path}")
+    else:
+        print(f"UNRESOLVED: best candidate {r.output_path}; report {r.report_path}; log {r.log_path}")
+    return r.exit_code
 
 
 def cmd_replay(a) -> int:
-    return _not_yet("replay", "provenance logs and replay (issue 6) have not landed")
+    from .replay import replay
+    r = replay(a.log, reverify=a.reverify)
+    print(f"replay OK: {r.steps} steps re-derived, output hash {r.output_hash}")
+    if r.reverified is not None:
+        print(f"reverify on {r.substrate}: {'VERIFIED' if r.reverified else 'FAILED'}")
+        for m in r.messages:
+            print("  " + m)
+        return EXIT_OK if r.reverified else EXIT_UNRESOLVED
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:

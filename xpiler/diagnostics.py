@@ -84,6 +84,15 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP2109", "error", "emulator runtime error: {detail}", "See the XP30xx code in the message."),
     ("XP2110", "error", "reference returned {got} arrays; the spec has {want} out/inout arguments", "Return the out/inout arrays in signature order."),
     ("XP2111", "error", "harness failed: {detail}", "Internal harness problem; please report it with the job folder."),
+    # --- passes and migration ---------------------------------------------------------------------
+    ("XP4001", "error", "{pass_name} refused: {why}", "The rewrite would change the program's meaning here; the search tries other parameters or passes."),
+    ("XP4002", "error", "{pass_name} does not apply: {why}", "Nothing in the program matches what this pass rewrites."),
+    ("XP4003", "error", "the program after {pass_name} failed verification: {why}", "The step is dropped; the last verified program is kept (see the report)."),
+    ("XP4004", "error", "no verified {target} kernel was found for {entry}", "The best candidate is written with .unverified in its name, beside a minimized failing test."),
+    ("XP4005", "error", "no pass pipeline from {src} to {dst} for this kernel: {why}", "See docs/passes.md for what each direction supports."),
+    ("XP4006", "error", "replay diverged at event {seq} ({what}): expected hash {want}, got {got}", "The source, the tool version or the log changed since the log was written."),
+    ("XP4007", "error", "not a provenance log: {path} ({why})", "Give the provenance.jsonl that `xpiler migrate` wrote."),
+    ("XP4101", "warning", "host API '{name}' has no {dst} counterpart", "See docs/api-mapping.md; the call is left as a comment for you to port."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
 ]

@@ -79,3 +79,36 @@ def _eval(node, sizes):
         if node.func.id in ("min", "max") and args:
             return min(args) if node.func.id == "min" else max(args)
     raise ExprError("syntax", f"unsupported construct '{ast.unparse(node)}'")
+
+
+def to_c(expr, rename: dict[str, str] | None = None) -> str | int | float:
+    """A spec expression as C source over (renamed) identifiers: ``cdiv(N,16)`` →
+    ``(N + 16 - 1) / 16``; ``min``/``max`` become conditional expressions."""
+    if not isinstance(expr, str):
+        return expr
+    rename = rename or {}
+    tree = ast.parse(expr.strip(), mode="eval")
+
+    def c(n) -> str:
+        if isinstance(n, ast.Constant):
+            return repr(n.value)
+        if isinstance(n, ast.Name):
+            return rename.get(n.id, n.id)
+        if isinstance(n, ast.UnaryOp):
+            return f"(-{c(n.operand)})" if isinstance(n.op, ast.USub) else c(n.operand)
+        if isinstance(n, ast.BinOp):
+            op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "/", ast.Mod: "%"}[type(n.op)]
+            return f"({c(n.left)} {op} {c(n.right)})"
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            args = [c(a) for a in n.args]
+            if n.func.id == "cdiv":
+                return f"(({args[0]} + {args[1]} - 1) / {args[1]})"
+            if n.func.id in ("min", "max"):
+                out = args[0]
+                for a in args[1:]:
+                    cmp = "<" if n.func.id == "min" else ">"
+                    out = f"({out} {cmp} {a} ? {out} : {a})"
+                return out
+        raise ExprError("syntax", f"unsupported construct '{ast.unparse(n)}'")
+
+    return c(tree.body)

@@ -1,0 +1,49 @@
+"""What every pass module shares: the typed refusal, the registry, and the pass protocol.
+
+A pass module ``passes/<name>.py`` defines (Exo's scheduling primitives are the model):
+
+- ``NAME``: its name (one of :data:`PASSES`);
+- ``apply(program, **params) -> Program``: a pure rewrite; it calls ``check`` first;
+- ``check(program, **params) -> None``: the named legality check; raises :class:`PassError`
+  naming the loop/buffer and its source location, and saying why;
+- ``candidates(program, target) -> list[dict]``: legal parameter sets for the search;
+- its meta-prompt for the LLM proposer lies in ``passes/prompts/<name>.md``.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from xpiler.diagnostics import XPError
+
+PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "contraction", "cache",
+          "pipeline", "tensorize", "detensorize")
+
+
+class PassError(XPError):
+    """A pass refused: ``PassError("reorder", "loop 'k' carries a dependence on C", node)``."""
+
+    def __init__(self, pass_name: str, why: str, node=None, code: str = "XP4001"):
+        loc = getattr(node, "loc", None) if node is not None else None
+        super().__init__(code, pass_name=pass_name, why=why,
+                         file=getattr(loc, "file", None), line=getattr(loc, "line", None),
+                         col=getattr(loc, "col", None) or None)
+        self.pass_name = pass_name
+        self.why = why
+
+
+def get(name: str) -> ModuleType:
+    if name not in PASSES:
+        raise KeyError(f"unknown pass {name!r}; passes are {', '.join(PASSES)}")
+    return importlib.import_module(f"xpiler.passes.{name}")
+
+
+def available() -> list[str]:
+    out = []
+    for n in PASSES:
+        try:
+            get(n)
+            out.append(n)
+        except ImportError:
+            pass
+    return out

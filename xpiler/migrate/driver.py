@@ -1,0 +1,241 @@
+"""``xpiler migrate``: parse, apply the pass pipeline with a test after every step, write the
+verified kernel (or the best unverified candidate with a minimized failing test), its spec,
+the report and the provenance log.
+
+Every intermediate program is printed in its own dialect and tested on its substrate against
+the source kernel (differential) and the spec's reference; a failing step is dropped and the
+last verified program is kept, so a migration never ends on an untested program.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..diagnostics import XPError
+from ..expr import to_c
+from ..provenance import ProvenanceLog, sha256_text, toolchain_versions
+from ..spec import DIALECT_EXT, Spec, spec_to_toml
+from ..verify.tester import Verdict, compare_kernels
+from .pipeline import default_pipeline
+from .stage import Stage, Step
+
+OUT_MARKER = ".xpiler-output"
+
+
+@dataclass
+class MigrationResult:
+    verified: bool
+    target: str
+    code: str
+    output_path: Path | None
+    spec_path: Path | None
+    report_path: Path | None
+    log_path: Path | None
+    verdict: Verdict | None
+    steps: list[Step] = field(default_factory=list)
+    latency: float | None = None
+    diagnostics: list[XPError] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verified else 3
+
+
+def _printer(dialect: str):
+    from ..printers import print_program
+    return lambda prog: print_program(prog, dialect)
+
+
+def _prepare_outdir(outdir: Path, names: list[str]) -> None:
+    """Refuse to overwrite anything a user put there (only our own earlier outputs may go)."""
+    if outdir.exists():
+        marker = outdir / OUT_MARKER
+        for n in names:
+            p = outdir / n
+            if p.exists() and not marker.exists():
+                raise XPError("XP1204", path=outdir, file=p, detail=str(p))
+    outdir.mkdir(parents=True, exist_ok=True)
+    (outdir / OUT_MARKER).write_text("written by xpiler migrate; files here may be replaced by the next run\n")
+
+
+def _launch_to_spec(launch: dict, spec: Spec, func_params: list[str]) -> dict:
+    """Launch expressions are written over kernel parameter names; the spec needs size
+    expressions, so each scalar parameter is replaced by its spec value."""
+    import re
+    subst = {}
+    for a, pname in zip(spec.args, func_params):
+        if a.role == "scalar":
+            subst[pname] = str(a.value)
+    out = {}
+    for k, v in launch.items():
+        if isinstance(v, (list, tuple)):
+            vals = []
+            for x in v:
+                if isinstance(x, str):
+                    x = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: f"({subst[m.group(0)]})" if m.group(0) in subst
+                               else m.group(0), x)
+                vals.append(x)
+            out[k] = vals
+        else:
+            out[k] = v
+    return out
+
+
+def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
+    """The spec's [launch] with size names replaced by the kernel parameters that carry them
+    (a scalar argument whose value is exactly that size), for passes that must express
+    gridDim/blockDim/taskDim in the kernel's own terms."""
+    import re
+    subst = {}
+    for a, pname in zip(spec.args, func_params):
+        if a.role == "scalar" and isinstance(a.value, str) and re.fullmatch(r"[A-Za-z_]\w*", a.value.strip()):
+            subst.setdefault(a.value.strip(), pname)
+    out = {}
+    for k, v in launch.items():
+        if isinstance(v, (list, tuple)):
+            out[k] = [to_c(x, subst) for x in v]
+        else:
+            out[k] = v
+    return out
+
+
+def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, outdir: str | Path = "out", *,
+            proposer: str = "symbolic", llm: str | None = None, budget: float = 600.0, tune: bool = False,
+            seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
+            progress: Callable[[str], None] | None = None, pipeline: list | None = None) -> MigrationResult:
+    from ..api import _resolve
+    from ..frontend import parse_file
+    from xpiler.passes.base import PassError, get as get_pass
+
+    t0 = time.time()
+    say = progress or (lambda msg: None)
+    src, sspec = _resolve(src, spec)
+    if to not in DIALECT_EXT:
+        raise XPError("XP1004", value=to)
+    outdir = Path(outdir)
+    stem = src.stem if src.stem != src.name else src.name
+    out_name = f"{stem}{DIALECT_EXT[to]}"
+    if src.suffix == DIALECT_EXT[to] and src.parent.resolve() == outdir.resolve():
+        raise XPError("XP1204", path=outdir, file=src, detail=str(src))
+    _prepare_outdir(outdir, [out_name, out_name + ".toml", "report.md", "report.html", "provenance.jsonl"])
+    work = outdir / ".work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+
+    src_text = src.read_text()
+    log = ProvenanceLog(outdir / "provenance.jsonl", {
+        "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
+        "spec_path": str(sspec.path.resolve()) if sspec.path else None,
+        "source_dialect": sspec.dialect, "target": to, "seeds": [seed, seed + 1, seed + 2],
+        "llm": llm, "proposer": proposer, "config": {"budget_s": budget, "tune": tune, "jobs": jobs},
+        "toolchains": toolchain_versions()})
+    diags: list[XPError] = []
+    steps: list[Step] = []
+    seeds = (seed, seed + 1, seed + 2)
+
+    say(f"parsing {src.name}")
+    prog = parse_file(src, sspec.dialect)
+    entry_fn = prog.func(sspec.entry)
+    params = [p.name for p in entry_fn.params]
+    stage = Stage(prog, sspec.dialect, sspec.entry, dict(sspec.launch))
+    stage.text = _printer(stage.dialect)(prog)
+    log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
+
+    def test_stage(st: Stage, tag: str) -> tuple[Verdict, Path]:
+        path = work / f"{tag}{DIALECT_EXT[st.dialect]}"
+        path.write_text(st.text)
+        cand_spec = sspec.with_dialect(st.dialect, st.entry, _launch_to_spec(st.launch, sspec, params))
+        cand_spec.path = path.with_name(path.name + ".toml")
+        cand_spec.path.write_text(spec_to_toml(cand_spec))
+        if sspec.reference and sspec.path is not None:
+            # keep the reference reachable from the copied spec
+            ref_file = sspec.reference.split(":")[0]
+            cand_spec.reference = f"{(sspec.path.parent / ref_file).resolve()}:{sspec.reference.split(':')[1]}"
+            cand_spec.path.write_text(spec_to_toml(cand_spec))
+        v = compare_kernels(path, cand_spec, against=(src, sspec), use_reference=bool(sspec.reference),
+                            seeds=seeds, jobs=jobs)
+        log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate=v.substrate,
+                  instances=v.instances, seeds=list(v.seeds), verified=v.verified, max_abs_error=v.max_abs_error,
+                  max_rel_error=v.max_rel_error, failures=[f.to_json() for f in v.failures[:5]])
+        return v, path
+
+    verified_stage = None
+    verdict = None
+    plan = pipeline or default_pipeline(sspec.dialect, to)
+    for k, (pname, pparams) in enumerate(plan):
+        if time.time() - t0 > budget:
+            diags.append(XPError("XP4003", pass_name=pname, why="migration budget exhausted"))
+            break
+        say(f"pass {k + 1}/{len(plan)}: {pname}")
+        try:
+            mod = get_pass(pname)
+        except ImportError as e:
+            diags.append(XPError("XP4002", pass_name=pname, why=f"not available ({e})"))
+            continue
+        call_params = dict(pparams)
+        if pname == "loop_recovery":
+            # gridDim/blockDim/taskDim of the source launch, over the kernel's parameter names
+            call_params.setdefault("launch", _launch_to_params(sspec.launch, sspec, params))
+        try:
+            res = mod.apply(stage.program, entry=stage.entry, **call_params)
+        except PassError as e:
+            log.event("pass", name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
+                      why=e.why)
+            if e.code != "XP4002":
+                diags.append(e)
+            continue
+        new_prog, launch = (res if isinstance(res, tuple) else (res, stage.launch))
+        new_dialect = new_prog.dialect
+        new = Stage(new_prog, new_dialect, stage.entry, dict(launch), stage.steps)
+        new.text = _printer(new_dialect)(new_prog)
+        step = Step(pname, pparams, "symbolic", stage.hash, new.hash)
+        log.event("pass", name=pname, params=pparams, proposer="symbolic", applied=True, in_hash=stage.hash,
+                  out_hash=new.hash, dialect=new_dialect, launch=launch)
+        if new.hash == stage.hash and new.dialect == stage.dialect:
+            continue
+        v, path = test_stage(new, f"step{k + 1}_{pname}")
+        if not v.verified:
+            diags.append(XPError("XP4003", pass_name=pname, why=v.failures[0].message if v.failures else "?"))
+            verdict = verdict or v
+            continue
+        new.steps = stage.steps + (step,)
+        steps.append(step)
+        stage = new
+        verdict = v
+        if stage.dialect == to:
+            verified_stage = stage
+
+    result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
+                             diagnostics=diags)
+    if verified_stage is not None and verified_stage.dialect == to:
+        out = outdir / out_name
+        out.write_text(verified_stage.text)
+        ospec = sspec.with_dialect(to, verified_stage.entry, _launch_to_spec(verified_stage.launch, sspec, params))
+        if sspec.reference and sspec.path is not None:
+            ref_file, fn = sspec.reference.split(":")
+            shutil.copy(sspec.path.parent / ref_file, outdir / Path(ref_file).name)
+            ospec.reference = f"{Path(ref_file).name}:{fn}"
+        (outdir / (out_name + ".toml")).write_text(spec_to_toml(ospec))
+        result.verified, result.code, result.output_path = True, verified_stage.text, out
+        result.spec_path = outdir / (out_name + ".toml")
+        log.event("output", path=str(out), program_hash=verified_stage.hash, verified=True)
+    else:
+        diags.append(XPError("XP4004", target=to, entry=sspec.entry))
+        unv = outdir / f"{stem}.unverified{DIALECT_EXT[stage.dialect]}"
+        unv.write_text(stage.text)
+        result.output_path = unv
+        log.event("output", path=str(unv), program_hash=stage.hash, verified=False)
+    result.elapsed_s = time.time() - t0
+    try:
+        from ..report import write_report
+        result.report_path = write_report(outdir, src, sspec, result, log.path)
+    except ImportError:
+        pass
+    log.close()
+    shutil.rmtree(work, ignore_errors=True)
+    return result

@@ -1,0 +1,167 @@
+"""Migration reports: ``report.md`` and a standalone ``report.html`` (no network needed).
+
+Contents: source and target side by side, the pass sequence with a diff per step, the program
+graph (networkx, drawn with matplotlib when available), the test table (substrate, instances,
+seeds, max error), performance when measured, and the diagnostics with their IDs. Everything
+is read back from the provenance log, so a report can be rebuilt from a log alone.
+"""
+from __future__ import annotations
+
+import base64
+import difflib
+import html
+import io
+import json
+from pathlib import Path
+
+import networkx as nx
+
+from .provenance import read_log
+
+
+def program_graph(events: list[dict]) -> nx.DiGraph:
+    """Programs (by hash) as nodes, applied passes as edges; verified programs are marked."""
+    g = nx.DiGraph()
+    parse = next((e for e in events if e["type"] == "parse"), None)
+    if parse:
+        g.add_node(parse["program_hash"], label="source", verified=True)
+    tested = {e["program_hash"]: e["verified"] for e in events if e["type"] == "test"}
+    for e in events:
+        if e["type"] == "pass" and e.get("applied"):
+            g.add_node(e["out_hash"], label=e["name"], verified=tested.get(e["out_hash"], False))
+            if e["in_hash"] not in g:
+                g.add_node(e["in_hash"], label="?", verified=tested.get(e["in_hash"], False))
+            g.add_edge(e["in_hash"], e["out_hash"], label=e["name"])
+    return g
+
+
+def _graph_png(g: nx.DiGraph) -> bytes | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    if not g.nodes:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 2.2 + 0.4 * len(g.nodes)))
+    try:
+        order = list(nx.topological_sort(g))
+    except nx.NetworkXUnfeasible:
+        order = list(g.nodes)
+    pos = {n: (0, -i) for i, n in enumerate(order)}
+    colors = ["#4caf50" if g.nodes[n].get("verified") else "#e57373" for n in g.nodes]
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=900)
+    nx.draw_networkx_edges(g, pos, ax=ax, arrows=True)
+    nx.draw_networkx_labels(g, {n: (x + 0.08, y) for n, (x, y) in pos.items()},
+                            labels={n: f"{g.nodes[n].get('label')}  {n[:8]}" for n in g.nodes},
+                            horizontalalignment="left", ax=ax, font_size=9)
+    ax.set_xlim(-0.3, 1.5)
+    ax.axis("off")
+    ax.set_title("program graph (green: verified)")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _perf_png(perf: dict) -> bytes | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    if not perf:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 2.5))
+    names, vals = list(perf), [perf[k] for k in perf]
+    ax.barh(names, vals, color=["#1976d2", "#9e9e9e"][: len(names)])
+    ax.set_xlabel("median latency (ms)")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
+    header, events = read_log(log_path)
+    src_text = Path(src).read_text()
+    tgt_text = result.code or ""
+    stages = [e for e in events if e["type"] == "pass"]
+    tests = [e for e in events if e["type"] == "test"]
+    diags = [d.to_json() for d in result.diagnostics]
+    g = program_graph(events)
+    gpng = _graph_png(g)
+    perf = {e["label"]: e["median_ms"] for e in events if e["type"] == "tune" and "median_ms" in e}
+    ppng = _perf_png(perf)
+    if gpng:
+        (outdir / "program_graph.png").write_bytes(gpng)
+
+    state = "VERIFIED" if result.verified else "UNRESOLVED (no verified kernel)"
+    md = [f"# xpiler migration report: {Path(src).name} → {result.target}", "",
+          f"**{state}**. Output: `{result.output_path.name if result.output_path else '-'}`. "
+          f"Time {result.elapsed_s:.1f} s. Tool {header.get('version')} ({header.get('git')}).", ""]
+    if result.verdict is not None:
+        v = result.verdict
+        md += [f"Last verdict: {v.summary()}", ""]
+    md += ["## Tests", "", "| stage | dialect | substrate | instances | seeds | verified | max abs err | max rel err |",
+           "|---|---|---|---|---|---|---|---|"]
+    for t in tests:
+        md.append(f"| {t['stage']} | {t['dialect']} | {t['substrate']} | {', '.join(t['instances'])} | "
+                  f"{t['seeds']} | {'yes' if t['verified'] else 'NO'} | {t['max_abs_error']:.3g} | {t['max_rel_error']:.3g} |")
+    md += ["", "## Pass sequence", ""]
+    for s in stages:
+        if s.get("applied"):
+            md.append(f"- `{s['name']}` {json.dumps(s['params'])} → {s['dialect']} program {s['out_hash'][:10]}")
+        else:
+            md.append(f"- `{s['name']}` not applied ({s.get('code')}: {s.get('why')})")
+    if diags:
+        md += ["", "## Diagnostics", ""] + [f"- {d['severity']} **{d['code']}**: {d['message']}" for d in diags]
+    if perf:
+        md += ["", "## Performance", ""] + [f"- {k}: {v:.4g} ms" for k, v in perf.items()]
+    md += ["", "## Source", "", "```c", src_text.rstrip(), "```", "", f"## Target ({result.target})", "", "```c",
+           tgt_text.rstrip(), "```", "", "## Diff source → target", "", "```diff"]
+    md += list(difflib.unified_diff(src_text.splitlines(), tgt_text.splitlines(), "source", "target", lineterm=""))
+    md += ["```", ""]
+    if gpng:
+        md += ["![program graph](program_graph.png)", ""]
+    (outdir / "report.md").write_text("\n".join(md))
+
+    def esc(s):
+        return html.escape(s)
+
+    def img(png):
+        return f'<img alt="figure" src="data:image/png;base64,{base64.b64encode(png).decode()}">' if png else ""
+
+    rows = "".join(f"<tr><td>{esc(t['stage'])}</td><td>{t['dialect']}</td><td>{esc(t['substrate'])}</td>"
+                   f"<td>{esc(', '.join(t['instances']))}</td><td>{t['seeds']}</td>"
+                   f"<td class={'ok' if t['verified'] else 'bad'}>{'yes' if t['verified'] else 'NO'}</td>"
+                   f"<td>{t['max_abs_error']:.3g}</td><td>{t['max_rel_error']:.3g}</td></tr>" for t in tests)
+    steps_html = "".join(f"<li><code>{esc(s['name'])}</code> {esc(json.dumps(s['params']))}"
+                         + (f" → {s['dialect']} <code>{s['out_hash'][:10]}</code>" if s.get("applied")
+                            else f" — not applied ({esc(str(s.get('code')))}: {esc(str(s.get('why')))})") + "</li>"
+                         for s in stages)
+    diff = esc("\n".join(difflib.unified_diff(src_text.splitlines(), tgt_text.splitlines(), "source", "target",
+                                              lineterm="")))
+    diag_html = "".join(f"<li><b>{esc(d['code'])}</b> {esc(d['severity'])}: {esc(d['message'])}</li>" for d in diags)
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>xpiler report: {esc(Path(src).name)}</title>
+<style>body{{font-family:sans-serif;margin:1.5em;max-width:1400px}} pre{{background:#f6f8fa;padding:.6em;overflow:auto;
+font-size:12px}} .cols{{display:flex;gap:1em}} .cols>div{{flex:1;min-width:0}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:.2em .5em;font-size:13px}} .ok{{color:#2e7d32}} .bad{{color:#c62828;font-weight:bold}}
+.state{{font-size:1.2em;font-weight:bold}}</style></head><body>
+<h1>xpiler: {esc(Path(src).name)} → {esc(result.target)}</h1>
+<p class="state {'ok' if result.verified else 'bad'}">{esc(state)}</p>
+<p>Output <code>{esc(result.output_path.name if result.output_path else '-')}</code>; {result.elapsed_s:.1f} s;
+xpiler {esc(str(header.get('version')))} ({esc(str(header.get('git')))}).</p>
+<h2>Tests</h2><table><tr><th>stage</th><th>dialect</th><th>substrate</th><th>instances</th><th>seeds</th><th>verified</th>
+<th>max abs err</th><th>max rel err</th></tr>{rows}</table>
+<h2>Pass sequence</h2><ol>{steps_html}</ol>
+<h2>Program graph</h2>{img(gpng) or '<p>(matplotlib not installed)</p>'}
+<h2>Performance</h2>{img(ppng) or '<p>No latency measured in this run (tuning off, or no substrate timing here).</p>'}
+<h2>Diagnostics</h2><ul>{diag_html or '<li>none</li>'}</ul>
+<h2>Source and target</h2><div class="cols"><div><h3>source ({esc(spec.dialect)})</h3><pre>{esc(src_text)}</pre></div>
+<div><h3>target ({esc(result.target)})</h3><pre>{esc(tgt_text)}</pre></div></div>
+<h2>Diff</h2><pre>{diff}</pre></body></html>"""
+    (outdir / "report.html").write_text(page)
+    return outdir / "report.html"
