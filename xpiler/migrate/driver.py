@@ -40,6 +40,7 @@ class MigrationResult:
     latency: float | None = None
     diagnostics: list[XPError] = field(default_factory=list)
     elapsed_s: float = 0.0
+    failing_test: Path | None = None
 
     @property
     def exit_code(self) -> int:
@@ -104,6 +105,51 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     return out
 
 
+def write_failing_test(outdir: Path, cand: Path, src: Path, sspec: Spec, verdict: Verdict) -> Path:
+    """A standalone script reproducing the smallest failure of an unverified candidate."""
+    from ..spec import load_spec as _load
+    insts = {i.name: i for i in sspec.instances()}
+
+    def size(f):
+        inst = insts.get(f.instance)
+        return sum(inst.numel(a.name) for a in sspec.arrays) if inst else 1 << 62
+
+    fails = [f for f in verdict.failures if f.seed >= 0] or verdict.failures
+    f = min(fails, key=lambda x: (size(x), x.seed))
+    diffs = "\n".join(f"#   at {d['index']}: got {d['got']}, expected {d['expected']}" for d in f.first_diffs[:5])
+    script = outdir / f"{cand.name}.failing_test.py"
+    script.write_text(f'''#!/usr/bin/env python3
+"""Reproduce the failure of the unverified migration {cand.name} (from {src.name}).
+
+Smallest failing case: instance '{f.instance}' ({insts[f.instance].describe() if f.instance in insts else '?'}),
+seed {f.seed}. Recorded failure: {f.code} {f.message}
+"""
+# first differing elements when this file was written:
+{diffs or "#   (no element diffs: the run itself failed)"}
+import sys
+from pathlib import Path
+
+from xpiler.spec import load_spec
+from xpiler.verify.tester import compare_kernels
+
+HERE = Path(__file__).resolve().parent
+SOURCE = Path({str(src.resolve())!r})
+SOURCE_SPEC = Path({str(sspec.path.resolve()) if sspec.path else ""!r})
+
+verdict = compare_kernels(HERE / {cand.name!r}, HERE / {cand.name + ".toml"!r},
+                          against=(SOURCE, load_spec(SOURCE_SPEC)) if SOURCE.is_file() else None,
+                          seeds=[{f.seed}], instances=[{f.instance!r}])
+print(verdict.summary())
+for fl in verdict.failures:
+    print(fl.code, fl.message)
+    for d in fl.first_diffs:
+        print("   at", d["index"], "got", d["got"], "expected", d["expected"])
+# exit 0 when the failure reproduces, 1 when the candidate now passes
+sys.exit(1 if verdict.verified else 0)
+''')
+    return script
+
+
 def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, outdir: str | Path = "out", *,
             proposer: str = "symbolic", llm: str | None = None, budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
@@ -165,6 +211,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         return v, path
 
     verified_stage = None
+    best_failing = None  # (stage, verdict) of the latest target-dialect candidate that failed its tests
     verdict = None
     plan = pipeline or default_pipeline(sspec.dialect, to)
     for k, (pname, pparams) in enumerate(plan):
@@ -202,6 +249,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         if not v.verified:
             diags.append(XPError("XP4003", pass_name=pname, why=v.failures[0].message if v.failures else "?"))
             verdict = verdict or v
+            if new.dialect == to:
+                best_failing = (new, v)
             continue
         new.steps = stage.steps + (step,)
         steps.append(step)
@@ -226,10 +275,21 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         log.event("output", path=str(out), program_hash=verified_stage.hash, verified=True)
     else:
         diags.append(XPError("XP4004", target=to, entry=sspec.entry))
-        unv = outdir / f"{stem}.unverified{DIALECT_EXT[stage.dialect]}"
-        unv.write_text(stage.text)
-        result.output_path = unv
-        log.event("output", path=str(unv), program_hash=stage.hash, verified=False)
+        cand, cverdict = best_failing if best_failing else (stage, verdict)
+        unv = outdir / f"{stem}.unverified{DIALECT_EXT[cand.dialect]}"
+        unv.write_text(cand.text)
+        uspec = sspec.with_dialect(cand.dialect, cand.entry, _launch_to_spec(cand.launch, sspec, params))
+        if sspec.reference and sspec.path is not None:
+            ref_file, fn = sspec.reference.split(":")
+            shutil.copy(sspec.path.parent / ref_file, outdir / Path(ref_file).name)
+            uspec.reference = f"{Path(ref_file).name}:{fn}"
+        (outdir / (unv.name + ".toml")).write_text(spec_to_toml(uspec))
+        result.output_path, result.code = unv, cand.text
+        result.spec_path = outdir / (unv.name + ".toml")
+        if cverdict is not None and cverdict.failures:
+            result.failing_test = write_failing_test(outdir, unv, src, sspec, cverdict)
+        log.event("output", path=str(unv), program_hash=cand.hash, verified=False,
+                  failing_test=str(result.failing_test) if result.failing_test else None)
     result.elapsed_s = time.time() - t0
     try:
         from ..report import write_report
