@@ -1,0 +1,2 @@
+/* xpiler SIMT emulator: reduce() lives in cooperative_groups.h */
+#include "../cooperative_groups.h"
