@@ -1,0 +1,274 @@
+"""cache: stage the global-memory data of a parallel loop through on-chip memory.
+
+BANG, elementwise task-stride loop (what binding produces from a serial c loop)::
+
+    for (int i = taskId; i < n; i += taskDim) {          // For(i, 0, n, 1, binding="taskId")
+        float v = x[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+
+becomes (chunk = 8192 floats, a multiple of the 128-byte vector rule)::
+
+    __nram__ float x_nram[8192];
+    __nram__ float y_nram[8192];
+    for (int i_c = taskId * 8192; i_c < n; i_c += taskDim * 8192) {
+        int i_len = min(8192, n - i_c);
+        __memcpy(x_nram, x + i_c, i_len * sizeof(float), GDRAM2NRAM);
+        for (int i = 0; i < i_len; ++i) {
+            float v = x_nram[i];
+            y_nram[i] = v > 0.0f ? v : 0.0f;
+        }
+        __memcpy(y + i_c, y_nram, i_len * sizeof(float), NRAM2GDRAM);
+    }
+
+BANG, row loop of a matrix kernel (gemm / gemv: every global access is ``P[i*S + r]`` with
+``r`` independent of ``i``, or does not depend on ``i`` at all): a block of ``rows`` rows of
+every row-indexed buffer goes to NRAM (one contiguous copy per buffer), the operands that do
+not depend on ``i`` (B of gemm, x of gemv) go once per task to WRAM (``GDRAM2WRAM``) when
+they are only read by a multiply (weights) and to NRAM otherwise.  The on-chip sizes depend
+on runtime sizes, so the staged version runs under a guard (``if (K * N <= CAP && ...)``)
+and the original loop stays as the fallback: never wrong, fast when it fits.
+
+CUDA/HIP: not yet staged (XP4002): see docs/passes/cache.md.
+
+Legality (``check``): XP4002 when there is no task-bound loop of the right shape;
+XP4001 naming the buffer when an access is not staged-able (index not the loop index / not a
+row of the loop) or when the fixed staging buffers overflow NRAM (512 KiB) / WRAM (1 MiB).
+Parameters: ``chunk`` (elements per staged chunk, elementwise), ``rows`` (rows per block,
+row loops), ``double`` (reserve room for double buffering: the pipeline pass needs 2x).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import rewrite, substitute, walk
+
+try:
+    from .base import PassError
+    from .patterns import common as U
+except ImportError:  # imported as a top-level package in a source checkout
+    from xpiler.passes.base import PassError
+    from xpiler.passes.patterns import common as U
+
+NAME = "cache"
+CHUNKS = (8192, 4096, 2048, 1024, 512, 256, 128)
+ROW_CAPS = (16384, 8192, 4096)          # elements of one staged row buffer (row loops)
+
+
+# ------------------------------------------------------------------------------ analysis
+@dataclass
+class ElementwisePlan:
+    loop: N.For
+    reads: list = field(default_factory=list)        # buffer names copied in
+    writes: list = field(default_factory=list)       # buffer names copied out
+    dtypes: dict = field(default_factory=dict)
+
+
+def _bound_loops(func: N.Func, binding: str) -> list:
+    return [n for n in walk(func.body) if isinstance(n, N.For) and n.binding == binding]
+
+
+def _is_one(e) -> bool:
+    return isinstance(e, N.Const) and e.value == 1
+
+
+def analyse_elementwise(program: N.Program, func: N.Func, loop: N.For) -> ElementwisePlan:
+    """Every global access of the loop body is ``P[i]`` (i the loop variable)."""
+    ptrs = U.pointer_params(func)
+    if not _is_one(loop.step):
+        raise PassError(NAME, f"loop '{loop.var}' has a non-unit step", loop, "XP4002")
+    for n in walk(loop.body):
+        if isinstance(n, (N.Barrier, N.Return, N.Break, N.Continue, N.For, N.CFor, N.While)):
+            raise PassError(NAME, f"loop '{loop.var}' body holds a {type(n).__name__}: not an elementwise loop",
+                            n if getattr(n, "loc", None) else loop, "XP4002")
+    stmts = U.inline_lets(loop.body.stmts)
+    plan = ElementwisePlan(loop)
+    uncond_writes = set()
+    for s in stmts:
+        if isinstance(s, N.Assign) and isinstance(s.target, N.Index) and isinstance(s.target.base, N.Var) \
+                and s.op == "=":
+            uncond_writes.add(s.target.base.name)
+    body = N.Block(tuple(stmts))
+    written, read = set(), set()
+    for n in walk(body):
+        if isinstance(n, N.Assign) and isinstance(n.target, N.Index) and isinstance(n.target.base, N.Var):
+            written.add(n.target.base.name)
+            if n.op != "=":
+                read.add(n.target.base.name)
+    for n in walk(body):
+        if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in ptrs:
+            if not U.is_var(n.index, loop.var):
+                raise PassError(NAME, f"buffer '{n.base.name}' is accessed at another index than '{loop.var}' "
+                                      f"in loop '{loop.var}': not an elementwise chunk", n.base.loc and n or loop)
+        elif isinstance(n, N.Var) and n.name in ptrs:
+            pass
+    # every use of a pointer must be an indexed access
+    uses = sum(1 for n in walk(body) if isinstance(n, N.Var) and n.name in ptrs)
+    idx_uses = sum(1 for n in walk(body) if isinstance(n, N.Index) and isinstance(n.base, N.Var)
+                   and n.base.name in ptrs)
+    if uses != idx_uses:
+        bad = next(n.name for n in walk(body) if isinstance(n, N.Var) and n.name in ptrs)
+        raise PassError(NAME, f"buffer '{bad}' is used as a pointer (not only indexed) in loop '{loop.var}'", loop)
+    for n in walk(body):
+        if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in ptrs:
+            nm = n.base.name
+            if nm not in written:
+                read.add(nm)
+    order = [p.name for p in func.params if p.name in ptrs]
+    plan.writes = [b for b in order if b in written]
+    plan.reads = [b for b in order if b in read or (b in written and b not in uncond_writes)]
+    if not plan.writes:
+        raise PassError(NAME, f"loop '{loop.var}' writes no global buffer", loop, "XP4002")
+    plan.dtypes = {b: ptrs[b] for b in order if b in written or b in read}
+    return plan
+
+
+def _pick_chunk(program, func, plan: ElementwisePlan, chunk, double: bool) -> int:
+    have = U.static_bytes(program, func, "nram")
+    per_elem = sum(U.ELEM_BYTES[d] for d in plan.dtypes.values()) * (2 if double else 1)
+    if chunk in (None, "auto"):
+        for c in CHUNKS:
+            if have + c * per_elem <= U.NRAM_BYTES // 2:
+                return c
+        chunk = CHUNKS[-1]
+    chunk = int(chunk)
+    unit = max(U.VECTOR_RULE_BYTES // U.ELEM_BYTES[d] for d in plan.dtypes.values())
+    if chunk <= 0 or chunk % unit:
+        raise PassError(NAME, f"chunk {chunk} is not a multiple of {unit} elements (the 128-byte vector rule)",
+                        plan.loop)
+    used = have
+    for b, d in plan.dtypes.items():
+        used += chunk * U.ELEM_BYTES[d] * (2 if double else 1)
+        if used > U.NRAM_BYTES:
+            raise PassError(NAME, f"staging buffer '{b}' ({chunk} x {U.ELEM_BYTES[d]} bytes) does not fit NRAM: "
+                                  f"{used} of {U.NRAM_BYTES} bytes needed", plan.loop)
+    return chunk
+
+
+# ------------------------------------------------------------------------------ rewrite
+def _stage_elementwise(program, func, plan: ElementwisePlan, chunk: int) -> N.Func:
+    loop = plan.loop
+    c0 = U.fresh(func, f"{loop.var}_c")
+    ln = U.fresh(func, f"{loop.var}_len")
+    names = {b: U.fresh(func, f"{b}_nram") for b in plan.dtypes}
+    decls = [N.Decl(names[b], N.Array(N.Scalar(d), (U.C(chunk),)), scope="nram") for b, d in plan.dtypes.items()]
+    hi = loop.hi
+    start = U.add(loop.lo, N.Const(0)) if False else loop.lo
+
+    def restage(n):
+        if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in names and \
+                U.is_var(n.index, loop.var):
+            return N.Index(N.Var(names[n.base.name]), N.Var(loop.var), loc=n.loc)
+        return n
+    body = rewrite(loop.body, restage)
+    # any other use of the loop variable is the global index c0 + i
+    body = rewrite(body, lambda n: n)
+    body = _subst_index_value(body, loop.var, N.BinOp("+", N.Var(c0), N.Var(loop.var)), set(names.values()))
+    inner = N.For(loop.var, U.C(0), N.Var(ln), U.C(1), body, var_type=N.Scalar("int32", "int"), loc=loop.loc)
+    stmts = [U.int_decl(ln, N.Intrinsic("min", (U.C(chunk), N.BinOp("-", hi, N.Var(c0)))))]
+    for b in plan.reads:
+        stmts.append(U.call("__memcpy", N.Var(names[b]), N.BinOp("+", N.Var(b), N.Var(c0)),
+                            N.BinOp("*", N.Var(ln), U.sizeof(plan.dtypes[b])), N.Var("GDRAM2NRAM")))
+    stmts.append(inner)
+    for b in plan.writes:
+        stmts.append(U.call("__memcpy", N.BinOp("+", N.Var(b), N.Var(c0)), N.Var(names[b]),
+                            N.BinOp("*", N.Var(ln), U.sizeof(plan.dtypes[b])), N.Var("NRAM2GDRAM")))
+    outer = N.For(c0, start, hi, U.C(chunk), N.Block(tuple(stmts)), binding=loop.binding,
+                  var_type=N.Scalar("int32", "int"), loc=loop.loc)
+    new_body = U.replace_stmt(func.body, loop, [outer])
+    new_body = new_body.with_(stmts=tuple(decls) + new_body.stmts)
+    return func.with_(body=new_body)
+
+
+def _subst_index_value(body, var, value, staged):
+    """Replace uses of ``var`` by ``value`` except as the index of a staged buffer."""
+    def rec(n):
+        if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in staged and \
+                isinstance(n.index, N.Var) and n.index.name == var:
+            return n
+        if isinstance(n, N.Var) and n.name == var:
+            return value
+        if isinstance(n, N.Node):
+            from dataclasses import fields, replace
+            ch = {}
+            for f in fields(n):
+                if f.name == "loc":
+                    continue
+                v = getattr(n, f.name)
+                if isinstance(v, N.Node):
+                    nv = rec(v)
+                    if nv is not v:
+                        ch[f.name] = nv
+                elif isinstance(v, tuple):
+                    nv = tuple(rec(x) if isinstance(x, N.Node) else x for x in v)
+                    if any(a is not b for a, b in zip(nv, v)):
+                        ch[f.name] = nv
+            return replace(n, **ch) if ch else n
+        return n
+    return rec(body)
+
+
+# ------------------------------------------------------------------------------ row loops (gemm/gemv)
+try:
+    from .patterns import rows as R
+except ImportError:
+    from xpiler.passes.patterns import rows as R
+
+
+# ------------------------------------------------------------------------------ protocol
+def _plan(program: N.Program, entry: str, target=None, chunk="auto", rows="auto", double=False, **_):
+    if target is not None and target != program.dialect:
+        raise PassError(NAME, f"program is {program.dialect}, not yet {target}", None, "XP4002")
+    try:
+        func = U.kernel_func(program, entry)
+    except KeyError:
+        raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
+    if program.dialect != "bang":
+        raise PassError(NAME, f"no staging rule for dialect {program.dialect} yet", func, "XP4002")
+    if U.static_bytes(program, func, "nram") and any(
+            isinstance(n, N.Intrinsic) and n.name in ("__memcpy", "__memcpy_async") for n in walk(func)):
+        raise PassError(NAME, f"kernel '{entry}' already stages its data on chip", func, "XP4002")
+    loops = _bound_loops(func, "taskId")
+    if not loops:
+        raise PassError(NAME, f"kernel '{entry}' has no task-bound loop to stage", func, "XP4002")
+    loop = loops[0]
+    try:
+        plan = analyse_elementwise(program, func, loop)
+    except PassError as first:
+        try:
+            rplan = R.analyse_rows(program, func, loop)
+        except PassError as e2:
+            raise first if first.code == "XP4001" or e2.code == "XP4002" else e2
+        return "rows", func, rplan, R.pick_caps(program, func, rplan, rows)
+    return "elementwise", func, plan, _pick_chunk(program, func, plan, chunk, double)
+
+
+def check(program: N.Program, *, entry: str, **params) -> None:
+    _plan(program, entry, **params)
+
+
+def apply(program: N.Program, *, entry: str, **params) -> N.Program:
+    kind, func, plan, size = _plan(program, entry, **params)
+    if kind == "elementwise":
+        nf = _stage_elementwise(program, func, plan, size)
+    else:
+        nf = R.stage_rows(program, func, plan, size)
+    return U.replace_func(program, func, nf)
+
+
+def candidates(program: N.Program, target: str) -> list[dict]:
+    if target != "bang":
+        return []
+    out = []
+    for c in CHUNKS[:5]:
+        for d in (False, True):
+            p = {"target": target, "chunk": c, "double": d}
+            try:
+                for f in program.kernels:
+                    check(program, entry=f.name, **p)
+                    out.append(p)
+                    break
+            except PassError:
+                pass
+    return out
