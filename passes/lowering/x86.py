@@ -1,0 +1,471 @@
+"""x86 AVX-512 / VNNI intrinsics as lane loops over small arrays.
+
+A ``__m512`` value becomes ``float[16]``, ``__m512d`` ``double[8]``, ``__m512i`` ``int32_t[16]``
+(``__m256i``: ``int32_t[8]``).  Byte and int16 lanes of an integer vector are read and written
+through ``uint8_t`` accesses (always legal aliasing), int16 lanes composed from two bytes
+(little-endian, as on x86).  Every intrinsic is an exact lane formula:
+
+* masked loads read only the selected lanes (the others are 0, or ``src`` for mask_loadu);
+  masked stores write only the selected lanes;
+* ``dpbusd``: int32 lane += sum of 4 products u8(a) x s8(b), wrapping modulo 2^32;
+  ``dpbusds`` saturates to int32; ``dpwssd``/``dpwssds`` the same with 2 products s16 x s16;
+* ``fmadd``/``fnmadd``/``fmsub`` are fused (``fmaf``), ``max``/``min`` return the second
+  operand on NaN (``a > b ? a : b``), ``scalef`` is ``a * 2^floor(b)`` (``ldexpf``);
+* ``reduce_add_ps``/``reduce_max_ps``: the same pairwise tree as the compiler's sequence
+  (lanes i and i+8, then i+4, i+2, i+1), so float sums round identically.
+
+Functions taking or returning vectors get pointer parameters (``float *``) and an output
+pointer ``xpd_ret``; call sites pass fresh copies, so a callee writing its parameter never
+changes the caller's variable.
+"""
+from __future__ import annotations
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk, rewrite
+
+from .common import (FLOAT, INT, add, assign, b, block, c, cast, cf, cond, decl, ix, loop, mul, ptr,
+                     scalar)
+
+U8, I8, I16, I32, U32, I64, F64 = (scalar("uint8"), scalar("int8"), scalar("int16"), scalar("int32"),
+                                   scalar("uint32"), scalar("int64"), scalar("float64"))
+
+#: vector type -> (element kind, lanes)
+VTYPES = {"__m512": ("f32", 16), "__m512d": ("f64", 8), "__m512i": ("i32", 16), "__m256i": ("i32", 8),
+          "__m256": ("f32", 8), "__m128": ("f32", 4), "__m128i": ("i32", 4)}
+KIND_TYPE = {"f32": FLOAT, "f64": F64, "i32": I32}
+LANES = {"f32": 16, "f64": 8, "i32": 16, "i16": 32, "i8": 64, "u8": 64}
+SIZE = {"f32": 4, "f64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1}
+MASK_SPELL = {"__mmask8": ("uint8", "uint8_t"), "__mmask16": ("uint16", "uint16_t"),
+              "__mmask32": ("uint32", "uint32_t"), "__mmask64": ("uint64", "uint64_t")}
+
+
+def is_x86(name: str) -> bool:
+    return name.startswith(("_mm512_", "_mm256_", "_mm_"))
+
+
+def _name(e):
+    if isinstance(e, N.Intrinsic):
+        return e.name
+    if isinstance(e, N.Call) and isinstance(e.func, str):
+        return e.func
+    return None
+
+
+def _sfx(name):
+    return name.rsplit("_", 1)[-1]
+
+
+KIND_OF_SFX = {"ps": "f32", "pd": "f64", "epi32": "i32", "si512": "i32", "epi8": "i8", "epi16": "i16",
+               "si256": "i32"}
+
+
+class X86:
+    def __init__(self, ctx, vfuncs: dict):
+        self.ctx = ctx
+        self.vfuncs = vfuncs            # name -> (vector param kinds, return kind or None)
+        self.vars = {}                  # vector variable -> kind
+
+    # ------------------------------------------------------------------ helpers
+    def refuse(self, why, node=None):
+        self.ctx.refuse(why, node)
+
+    def vkind_of_type(self, t):
+        t = self.ctx.env.resolve(t)
+        if isinstance(t, N.Named) and t.name in VTYPES:
+            return VTYPES[t.name][0]
+        return None
+
+    def natural(self, e):
+        """Element kind a vector expression naturally produces."""
+        if isinstance(e, N.Var) and e.name in self.vars:
+            return self.vars[e.name]
+        name = _name(e)
+        if name in self.vfuncs:
+            return self.vfuncs[name][1]
+        if name is None:
+            self.refuse(f"not a vector expression: {type(e).__name__}")
+        if name in ("_mm512_dpbusd_epi32", "_mm512_dpbusds_epi32", "_mm512_dpwssd_epi32", "_mm512_dpwssds_epi32"):
+            return "i32"
+        if name.startswith("_mm512_cvtepi32_ps"):
+            return "f32"
+        return KIND_OF_SFX.get(_sfx(name), "i32")
+
+    def mbit(self, m, l):
+        return b("&", b(">>", m, l), 1)
+
+    def byte_of(self, arr, j, const=True):
+        return ix(cast(ptr(U8, const=const), arr), j)
+
+    def read_var(self, name, l, view):
+        k = self.vars[name]
+        if view == k:
+            return ix(name, l)
+        if k == "i32" and view == "u8":
+            return self.byte_of(N.Var(name), l)
+        if k == "i32" and view == "i8":
+            return cast(I8, self.byte_of(N.Var(name), l))
+        if k == "i32" and view == "i16":
+            lo = cast(I32, self.byte_of(N.Var(name), mul(2, l)))
+            hi = cast(I32, self.byte_of(N.Var(name), add(mul(2, l), 1)))
+            return cast(I16, b("|", lo, b("<<", hi, 8)))
+        if view == "u8" and k == "f32":
+            return self.byte_of(N.Var(name), l)
+        self.refuse(f"cannot view a {k} vector as {view} lanes")
+
+    # ------------------------------------------------------------------ lanes
+    def lane(self, e, l, view, pre):
+        """Scalar expression for lane ``l`` of vector expression ``e`` seen as ``view`` lanes;
+        statements it needs first go to ``pre``."""
+        if isinstance(e, N.Var):
+            if e.name not in self.vars:
+                self.refuse(f"'{e.name}' is not a vector variable")
+            return self.read_var(e.name, l, view)
+        if isinstance(e, N.Cast):
+            return self.lane(e.expr, l, view, pre)
+        name = _name(e)
+        if name is None:
+            self.refuse("unsupported vector expression")
+        if name in self.vfuncs or name.startswith("_mm512_dp"):
+            tmp = self.materialize(e, pre)
+            return self.read_var(tmp, l, view)
+        a = list(e.args)
+        op = name[len("_mm512_"):] if name.startswith("_mm512_") else name
+        nat = self.natural(e)
+        if op.startswith(("setzero", "set1")):
+            if op.startswith("setzero"):
+                return cf(0.0) if view == "f32" else c(0)
+            if view != nat:
+                tmp = self.materialize(e, pre)
+                return self.read_var(tmp, l, view)
+            return cast(KIND_TYPE.get(view, I32) if view != "i8" else I8, a[0]) if view != "i16" else cast(I16, a[0])
+        if op.startswith(("loadu", "maskz_loadu", "mask_loadu", "load_")):
+            return self.load_lane(op, a, l, view, nat, pre)
+        if view != nat:
+            tmp = self.materialize(e, pre)
+            return self.read_var(tmp, l, view)
+        L = lambda x: self.lane(x, l, view, pre)
+        base = op.rsplit("_", 1)[0]
+        if base in ("add", "sub", "mul", "div", "mullo"):
+            sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mullo": "*"}[base]
+            if view == "i32":   # wraparound integer arithmetic
+                return cast(I32, b(sym, cast(U32, L(a[0])), cast(U32, L(a[1]))))
+            return b(sym, L(a[0]), L(a[1]))
+        if base in ("max", "min"):
+            x, y = L(a[0]), L(a[1])
+            return cond(b(">" if base == "max" else "<", x, y), x, y)
+        if base in ("fmadd", "fmsub", "fnmadd", "fnmsub"):
+            x, y, z = L(a[0]), L(a[1]), L(a[2])
+            if base in ("fnmadd", "fnmsub"):
+                x = N.UnOp("-", x)
+            if base in ("fmsub", "fnmsub"):
+                z = N.UnOp("-", z)
+            return self.ctx.math("fmaf" if view == "f32" else "fma", x, y, z)
+        if base in ("mask_add", "mask_sub", "mask_mul", "mask_max", "mask_min"):
+            src, m, x, y = a
+            inner = N.Intrinsic(f"_mm512_{base[5:]}_{_sfx(name)}", (x, y))
+            return cond(self.mbit(m, l), self.lane(inner, l, view, pre), L(src))
+        if base == "roundscale":
+            txt = self.imm_text(a[1])
+            fn = "truncf" if "TO_ZERO" in txt else "floorf" if "NEG_INF" in txt else "ceilf" if "POS_INF" in txt \
+                else "nearbyintf"
+            if txt.strip() not in ("0", "8") and not any(k in txt for k in ("TO_NEAREST", "TO_ZERO", "NEG_INF", "POS_INF")):
+                self.refuse(f"{name}: unsupported rounding immediate {txt}")
+            return self.ctx.math(fn, L(a[0]))
+        if base == "scalef":
+            return self.ctx.math("ldexpf", L(a[0]), cast(INT, self.ctx.math("floorf", L(a[1]))))
+        if op == "cvtepi32_ps":
+            return cast(FLOAT, self.lane(a[0], l, "i32", pre))
+        if op == "cvtepi8_epi16":
+            return cast(I16, self.lane(a[0], l, "i8", pre))
+        self.refuse(f"no lowering for {name}")
+
+    def imm_text(self, e):
+        if isinstance(e, N.Const):
+            return str(e.value)
+        return " ".join(n.name for n in walk(e) if isinstance(n, N.Var)) or "?"
+
+    def load_lane(self, op, a, l, view, nat, pre):
+        masked = op.startswith(("maskz_", "mask_"))
+        if op.startswith("maskz_"):
+            m, p = a
+            other = cf(0.0) if view == "f32" else c(0)
+        elif op.startswith("mask_"):
+            src, m, p = a
+            other = None
+        else:
+            p = a[0]
+        if view == nat or (nat == "i32" and op.endswith("si512") and view in ("i32",)):
+            elem = {"f32": FLOAT, "f64": F64, "i32": I32, "i16": I16, "i8": I8}[view]
+            val = ix(cast(ptr(elem, const=True), _strip_void(p)), l)
+            bit = l
+        elif view == "u8":
+            val = ix(cast(ptr(U8, const=True), _strip_void(p)), l)
+            bit = b("/", l, SIZE[nat])
+        else:
+            tmp = self.materialize(N.Intrinsic("_mm512_" + op, tuple(a)), pre)
+            return self.read_var(tmp, l, view)
+        if not masked:
+            return val
+        if other is None:
+            other = self.lane(src, l, view, pre)
+        return cond(self.mbit(m, bit), val, other)
+
+    # ------------------------------------------------------------------ materialize
+    def materialize(self, e, pre, into=None):
+        """Compute vector expression ``e`` into a fresh array (or ``into``); return its name."""
+        kind = self.natural(e)
+        name = into or self.ctx.fresh("v")
+        if into is None:
+            n = LANES[kind] if kind in ("f32", "f64", "i32") else 16
+            k = kind if kind in ("f32", "f64", "i32") else "i32"
+            pre.append(decl(name, N.Array(KIND_TYPE[k], (c(LANES[k]),))))
+            self.vars[name] = k
+        self.compute_into(name, e, pre)
+        return name
+
+    def compute_into(self, name, e, pre):
+        k = self.vars[name]
+        fname = _name(e)
+        if fname in self.vfuncs:
+            args = []
+            for x, pk in zip(e.args, self.vfuncs[fname][0]):
+                if pk is not None:
+                    args.append(N.Var(self.materialize(x, pre)))   # a fresh copy: callee may write it
+                else:
+                    args.append(x)
+            pre.append(N.ExprStmt(N.Call(fname, tuple(args) + (N.Var(name),))))
+            return
+        if fname in ("_mm512_dpbusd_epi32", "_mm512_dpbusds_epi32", "_mm512_dpwssd_epi32", "_mm512_dpwssds_epi32"):
+            self.dot(name, fname, list(e.args), pre)
+            return
+        nat = self.natural(e)
+        l = self.ctx.fresh("l")
+        body = []
+        if nat in ("u8", "i8", "i16") or (isinstance(e, (N.Intrinsic, N.Call)) and fname.endswith("si512")
+                                          and "load" in fname):
+            # byte-wise: exact for any lane width
+            val = self.lane(e, N.Var(l), "u8", body)
+            pre.append(loop(l, 0, 64 if k != "f64" else 64, body + [assign(self.byte_of(N.Var(name), N.Var(l), False),
+                                                                            cast(U8, val))]))
+            return
+        val = self.lane(e, N.Var(l), k, body)
+        pre.append(loop(l, 0, LANES[k], body + [assign(ix(name, N.Var(l)), val)]))
+
+    def dot(self, name, fname, a, pre):
+        src, x, y = a
+        sat = fname.endswith("s_epi32")
+        words = "dpwssd" in fname
+        l, s = self.ctx.fresh("l"), self.ctx.fresh("dot")
+        body = []
+        Vl = N.Var(l)
+        if words:
+            terms = [b("*", cast(I64, self.lane(x, add(mul(2, Vl), j), "i16", body)),
+                     cast(I64, self.lane(y, add(mul(2, Vl), j), "i16", body))) for j in range(2)]
+        else:
+            terms = [b("*", cast(I32, self.lane(x, add(mul(4, Vl), j), "u8", body)),
+                     cast(I32, self.lane(y, add(mul(4, Vl), j), "i8", body))) for j in range(4)]
+        sum_ = terms[0]
+        for t in terms[1:]:
+            sum_ = b("+", sum_, t)
+        srcl = self.lane(src, Vl, "i32", body)
+        body.append(decl(s, I64, b("+", cast(I64, srcl), cast(I64, sum_))))
+        if sat:
+            val = cond(b(">", N.Var(s), N.Const(2147483647, "int64", "2147483647LL")), N.Const(2147483647, "int32", "2147483647"),
+                       cond(b("<", N.Var(s), N.Const(-2147483648, "int64", "(-2147483647LL - 1)")),
+                            N.Const(-2147483648, "int32", "(-2147483647 - 1)"), cast(I32, N.Var(s))))
+        else:
+            val = cast(I32, cast(U32, N.Var(s)))     # modulo 2^32 (gcc: two's complement)
+        tmp = self.ctx.fresh("acc")
+        # compute all lanes into a temporary first: src may be the destination
+        pre.append(decl(tmp, N.Array(I32, (c(16),))))
+        pre.append(loop(l, 0, 16, body + [assign(ix(tmp, Vl), val)]))
+        l2 = self.ctx.fresh("l")
+        pre.append(loop(l2, 0, 16, assign(ix(name, N.Var(l2)), ix(tmp, N.Var(l2)))))
+
+    # ------------------------------------------------------------------ scalars (reductions)
+    def scalar_of(self, e, pre):
+        name = _name(e)
+        a = e.args
+        kind = KIND_OF_SFX[_sfx(name)]
+        op = name[len("_mm512_reduce_"):].rsplit("_", 1)[0]
+        t, w, i = self.ctx.fresh("red"), self.ctx.fresh("w"), self.ctx.fresh("i")
+        n = LANES[kind]
+        et = KIND_TYPE[kind]
+        pre.append(decl(t, N.Array(U32 if kind == "i32" else et, (c(n),))))
+        body = []
+        val = self.lane(a[0], N.Var(i), kind, body)
+        pre.append(loop(i, 0, n, body + [assign(ix(t, N.Var(i)), cast(U32, val) if kind == "i32" else val)]))
+        x, y = ix(t, N.Var(i)), ix(t, add(N.Var(i), N.Var(w)))
+        if op == "add":
+            comb = b("+", x, y)
+        elif op == "mul":
+            comb = b("*", x, y)
+        elif op in ("max", "min"):
+            if kind == "i32":
+                x, y = cast(I32, x), cast(I32, y)
+            comb = cond(b(">" if op == "max" else "<", x, y), x, y)
+        else:
+            self.refuse(f"no lowering for {name}")
+        # pairwise tree: lanes i and i+w for w = n/2, n/4, ..., 1
+        pre.append(N.CFor(decl(w, INT, n // 2), b(">", N.Var(w), 0), N.AssignExpr("/=", N.Var(w), c(2)),
+                          N.Block((loop(i, 0, N.Var(w), assign(ix(t, N.Var(i)), comb)),))))
+        r = ix(t, 0)
+        return cast(I32, r) if kind == "i32" else r
+
+    # ------------------------------------------------------------------ statements
+    def lower_stmt(self, s, out):
+        """Append the lowering of simple statement ``s`` to ``out``."""
+        # horizontal reductions are scalars: compute them first, wherever they sit
+        s = rewrite(s, lambda n: self.scalar_of(n, out) if (_name(n) or "").startswith("_mm512_reduce_") else n)
+        if isinstance(s, N.Decl):
+            k = self.vkind_of_type(s.type)
+            if k is not None:
+                self.vars[s.name] = k
+                out.append(s.with_(type=N.Array(KIND_TYPE[k], (c(LANES[k]),)), init=None, storage=()))
+                if s.init is not None:
+                    if isinstance(s.init, N.InitList):
+                        self.refuse("vector initializer lists are not supported", s)
+                    self.compute_into(s.name, s.init, out)
+                return
+            t = s.type
+            if isinstance(t, N.Scalar) and t.spelling in MASK_SPELL:
+                dt, sp = MASK_SPELL[t.spelling]
+                s = s.with_(type=t.with_(spelling=sp))
+        if isinstance(s, N.Assign) and isinstance(s.target, N.Var) and s.target.name in self.vars:
+            if s.op != "=":
+                self.refuse("compound assignment to a vector", s)
+            if any(isinstance(n, N.Var) and n.name == s.target.name for n in walk(s.value)):
+                tmp = self.materialize(s.value, out)
+                l = self.ctx.fresh("l")
+                out.append(loop(l, 0, LANES[self.vars[s.target.name]], assign(ix(s.target.name, N.Var(l)), ix(tmp, N.Var(l)))))
+            else:
+                self.compute_into(s.target.name, s.value, out)
+            return
+        if isinstance(s, N.ExprStmt) and _name(s.expr) and is_x86(_name(s.expr)) and "store" in _name(s.expr):
+            self.store(_name(s.expr), list(s.expr.args), out)
+            return
+        if isinstance(s, N.Return) and s.value is not None and self.ret_name:
+            self.compute_into(self.ret_name, s.value, out)
+            out.append(N.Return(None, loc=s.loc))
+            return
+        if isinstance(s, N.ExprStmt) and _name(s.expr) in self.vfuncs:
+            self.materialize(s.expr, out)
+            return
+        # scalar statement: reductions and casts of masks
+        pre = []
+
+        def fn(n):
+            nm = _name(n)
+            if nm and nm.startswith("_mm512_reduce_"):
+                return self.scalar_of(n, pre)
+            if isinstance(n, N.Cast) and isinstance(n.type, N.Scalar) and n.type.spelling in MASK_SPELL:
+                dt, sp = MASK_SPELL[n.type.spelling]
+                return n.with_(type=n.type.with_(spelling=sp))
+            if nm and is_x86(nm):
+                self.refuse(f"{nm} used as a scalar")
+            return n
+        new = rewrite(s, fn)
+        out.extend(pre)
+        out.append(new)
+
+    def store(self, name, a, out):
+        op = name[len("_mm512_"):]
+        masked = op.startswith("mask_")
+        if masked:
+            p, m, val = a
+        else:
+            p, val = a
+        kind = KIND_OF_SFX[_sfx(name)]
+        l = self.ctx.fresh("l")
+        body = []
+        if kind in ("f32", "i32", "f64") and not name.endswith("si512"):
+            et = KIND_TYPE[kind]
+            x = self.lane(val, N.Var(l), kind, body)
+            st = assign(ix(cast(ptr(et), _strip_void(p)), N.Var(l)), x)
+            bit, n = N.Var(l), LANES[kind]
+        else:   # bytes
+            x = self.lane(val, N.Var(l), "u8", body)
+            st = assign(ix(cast(ptr(U8), _strip_void(p)), N.Var(l)), cast(U8, x))
+            bit, n = b("/", N.Var(l), SIZE[kind]), 64
+        if masked:
+            st = N.If(self.mbit(m, bit), st)
+        out.append(loop(l, 0, n, body + [st]))
+
+
+def _strip_void(p):
+    if isinstance(p, N.Cast) and isinstance(p.type, N.Pointer):
+        el = p.type.elem
+        if isinstance(el, N.Scalar) and el.dtype == "void":
+            return p.expr
+    return p
+
+
+def _lower_body(x: X86, stmts) -> tuple:
+    out = []
+    for s in stmts:
+        x.ctx.node = s
+        if isinstance(s, N.Block):
+            out.append(s.with_(stmts=_lower_body(x, s.stmts)))
+        elif isinstance(s, N.For):
+            out.append(s.with_(body=N.Block(_lower_body(x, s.body.stmts))))
+        elif isinstance(s, N.CFor):
+            body = s.body.stmts if isinstance(s.body, N.Block) else (s.body,)
+            out.append(s.with_(body=N.Block(_lower_body(x, body))))
+        elif isinstance(s, N.While):
+            body = s.body.stmts if isinstance(s.body, N.Block) else (s.body,)
+            out.append(s.with_(body=N.Block(_lower_body(x, body))))
+        elif isinstance(s, N.If):
+            pre = []
+            cnd = s.cond
+            if any(_name(n) and is_x86(_name(n)) for n in walk(cnd)):
+                x.refuse("an intrinsic in an if condition", s)
+            then = N.Block(_lower_body(x, s.then.stmts if isinstance(s.then, N.Block) else (s.then,)))
+            els = None
+            if s.else_ is not None:
+                els = N.Block(_lower_body(x, s.else_.stmts if isinstance(s.else_, N.Block) else (s.else_,)))
+            out.append(s.with_(then=then, else_=els))
+        else:
+            tmp = []
+            x.lower_stmt(s, tmp)
+            if len(tmp) == 1 or isinstance(s, N.Decl):
+                out.extend(tmp)
+            else:
+                out.append(N.Block(tuple(tmp), loc=s.loc))
+    return tuple(out)
+
+
+def lower_program(program: N.Program, names, Ctx) -> N.Program:
+    # functions taking or returning vectors
+    vfuncs = {}
+    for f in program.funcs:
+        env_t = lambda t: VTYPES.get(t.name, (None,))[0] if isinstance(t, N.Named) else None
+        kinds = tuple(env_t(p.type) for p in f.params)
+        rk = env_t(f.ret)
+        if rk is not None or any(kinds):
+            vfuncs[f.name] = (kinds, rk)
+    items = []
+    for it in program.items:
+        if isinstance(it, N.Func) and (it.name in vfuncs or it.body is not None):
+            ctx = Ctx(program, it, names)
+            x = X86(ctx, vfuncs)
+            x.ret_name = None
+            params = list(it.params)
+            ret = it.ret
+            if it.name in vfuncs:
+                kinds, rk = vfuncs[it.name]
+                params = [p.with_(type=ptr(KIND_TYPE[k])) if k else p for p, k in zip(params, kinds)]
+                for p, k in zip(params, kinds):
+                    if k:
+                        x.vars[p.name] = k
+                if rk:
+                    x.ret_name = "xpd_ret"
+                    names.used.add("xpd_ret")
+                    x.vars["xpd_ret"] = rk
+                    params.append(N.Param("xpd_ret", ptr(KIND_TYPE[rk])))
+                    ret = N.Scalar("void", "void")
+            body = it.body
+            if body is not None:
+                body = N.Block(_lower_body(x, body.stmts), loc=body.loc)
+            it = it.with_(params=tuple(params), ret=ret, body=body)
+        items.append(it)
+    return program.with_(items=tuple(items))
