@@ -28,6 +28,11 @@ from .inputs import flavour, make_inputs
 from .oracle import reference_outputs, kernel_outputs_as_expected
 
 DEFAULT_SEEDS = (0, 1, 2)
+SIMT_SCHEDULES = 4  # cuda/hip on the SIMT emulator: seed s runs under XPS_SCHEDULE = s % SIMT_SCHEDULES
+
+
+def _schedule(dialect: str, seed: int) -> int | None:
+    return seed % SIMT_SCHEDULES if dialect in ("cuda", "hip") else None
 
 
 @dataclass
@@ -60,12 +65,13 @@ class Verdict:
     oracle: str = ""
     elapsed_s: float = 0.0
     build_error: XPError | None = None
+    schedules: list = field(default_factory=list)  # cuda/hip: the SIMT emulator schedule of each seed
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "substrate": self.substrate, "max_abs_error": self.max_abs_error,
                 "max_rel_error": self.max_rel_error, "seeds": self.seeds, "instances": self.instances,
                 "source": self.source, "runs": self.runs, "sanitized": self.sanitized, "oracle": self.oracle,
-                "elapsed_s": round(self.elapsed_s, 3),
+                "elapsed_s": round(self.elapsed_s, 3), "schedules": self.schedules,
                 "failures": [f.to_json() for f in self.failures],
                 "build_error": self.build_error.to_json() if self.build_error else None}
 
@@ -164,12 +170,13 @@ class _Runner:
         self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
         self.substrate = self.platform.substrate()
 
-    def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str):
+    def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str, seed: int = 0):
         jobdir = Path(tempfile.mkdtemp(prefix=f"job-{tag}-", dir=self.workroot))
         try:
             write_job(jobdir, inst, arrays)
+            sch = _schedule(self.spec.dialect, seed)
             oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout, mem_mb=self.mem_mb,
-                             sanitized=self.sanitize)
+                             sanitized=self.sanitize, env=None if sch is None else {"XPS_SCHEDULE": str(sch)})
             if not oc.ok:
                 return None, oc
             try:
@@ -201,7 +208,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
     workroot = Path(tempfile.mkdtemp(prefix="xpiler-test-"))
     seeds = list(seeds)
     verdict = Verdict(False, get_platform(spec.dialect).substrate(), str(candidate), seeds,
-                      [i.name for i in insts], sanitized=sanitize, oracle=" and ".join(oracle_parts) or "none")
+                      [i.name for i in insts], sanitized=sanitize, oracle=" and ".join(oracle_parts) or "none",
+                      schedules=[k for k in (_schedule(spec.dialect, s) for s in seeds) if k is not None])
     try:
         if not oracle_parts:
             verdict.failures.append(RunFailure("XP2108", "no oracle: the spec has no [reference] and no source "
@@ -226,7 +234,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
             inst, seed = task
             arrays = make_inputs(inst, seed)
             fails: list[RunFailure] = []
-            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}")
+            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}", seed)
             if got is None:
                 return [_failure_from_outcome(oc, inst, seed, timeout, mem_mb)], 0.0, 0.0
             mabs = mrel = 0.0
@@ -243,7 +251,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                 if not src_inst:
                     fails.append(RunFailure("XP2108", f"source spec has no instance '{inst.name}'", inst.name, seed))
                 else:
-                    sgot, soc = src_runner.run(src_inst[0], {k: v.copy() for k, v in arrays.items()}, f"src-{seed}")
+                    sgot, soc = src_runner.run(src_inst[0], {k: v.copy() for k, v in arrays.items()}, f"src-{seed}", seed)
                     if sgot is None:
                         fl = _failure_from_outcome(soc, inst, seed, timeout, mem_mb)
                         fl.message = "the SOURCE kernel failed: " + fl.message

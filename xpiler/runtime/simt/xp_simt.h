@@ -184,6 +184,14 @@ struct State {
   unsigned mxcsr_fcw[2] = {0, 0};
   long long switches = 0;
   long long idle_polls = 0; /* atomics/fences that changed nothing since the last progress */
+  /* schedule variant (XPS_SCHEDULE, read at the first launch; see "Schedules" below).
+   * 0: the run-queue ring above.  >= 1: strict priority among ready fibers, kept as a bitmap
+   * indexed by rank (rank 0 runs first). */
+  int sched = -1;
+  uint64_t rdy[16] = {0};   /* ready bitmap by rank (<= 1024 threads) */
+  int *rank = nullptr;      /* fiber lin -> rank */
+  int *at_rank = nullptr;   /* rank -> fiber lin */
+  uint64_t rng = 0;
 };
 inline State g;
 inline void *g_dyn_smem = nullptr;      /* extern __shared__ arrays alias this pointer */
@@ -285,23 +293,107 @@ inline void do_switch(void **save, void *to_sp, const void *to_bottom, size_t to
 #endif
 }
 
+/* --- schedules ------------------------------------------------------------------------------
+ * Every schedule is a valid execution of the CUDA program: only the choice among READY fibers
+ * changes (barriers and warp collectives are never passed early).  XPS_SCHEDULE=
+ *   0  default: threads in index order, each until it blocks; released fibers queue at the back
+ *      (FIFO ring), the thread that completes a barrier/collective continues.
+ *   1  priority by thread index (warp 0 first): a warp released from a collective resumes at
+ *      once and runs ahead until it blocks at a __syncthreads() (or a collective).
+ *   2  reverse priority (last thread / warp first).
+ *   3+ seeded pseudo-random warp priorities (seed = the schedule id), drawn anew at every block
+ *      start and at every __syncthreads() release; lanes in order or reversed, also random.
+ * In priority schedules the highest-priority ready fiber always runs (a thread that releases a
+ * barrier yields to a released thread of higher priority); a yield from an atomic or fence
+ * (spin loops) hands over to the next ready fiber in rank order, round robin. */
+inline uint64_t rng_next() { /* splitmix64 */
+  uint64_t z = (g.rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+inline void init_schedule() {
+  if (g.sched >= 0) return;
+  const char *s = getenv("XPS_SCHEDULE");
+  long v = s && *s ? atol(s) : 0;
+  g.sched = v < 0 ? 0 : (int)(v > 1000000 ? 1000000 : v);
+  g.rng = 0x5DEECE66Dull * (uint64_t)(g.sched + 1);
+}
+/* assign ranks for the current block (priority schedules); the ready set must be empty */
+inline void assign_ranks() {
+  const int n = g.n;
+  if (g.sched == 1) {
+    for (int i = 0; i < n; ++i) g.rank[i] = i;
+  } else if (g.sched == 2) {
+    for (int i = 0; i < n; ++i) g.rank[i] = n - 1 - i;
+  } else {
+    int order[1024 / 32];
+    const int nw = g.nwarps;
+    for (int w = 0; w < nw; ++w) order[w] = w;
+    for (int w = nw - 1; w > 0; --w) { /* Fisher-Yates */
+      int j = (int)(rng_next() % (uint64_t)(w + 1));
+      int t = order[w]; order[w] = order[j]; order[j] = t;
+    }
+    int r = 0;
+    for (int k = 0; k < nw; ++k) {
+      int w = order[k], lo = w * XPS_WAVE, hi = lo + XPS_WAVE < n ? lo + XPS_WAVE : n;
+      if (rng_next() & 1)
+        for (int i = lo; i < hi; ++i) g.rank[i] = r++;
+      else
+        for (int i = hi - 1; i >= lo; --i) g.rank[i] = r++;
+    }
+  }
+  for (int i = 0; i < n; ++i) g.at_rank[g.rank[i]] = i;
+}
+
 inline void rq_push(Fiber *f) {
+  if (g.sched) {
+    int r = g.rank[f->lin];
+    g.rdy[r >> 6] |= 1ull << (r & 63);
+    ++g.rq_count;
+    return;
+  }
   g.rq[g.rq_tail] = f;
   g.rq_tail = (g.rq_tail + 1) % g.rq_cap;
   ++g.rq_count;
 }
+inline Fiber *rq_take(int r) {
+  g.rdy[r >> 6] &= ~(1ull << (r & 63));
+  --g.rq_count;
+  return &g.fibers[g.at_rank[r]];
+}
+/* lowest ready rank, or INT_MAX */
+inline int rq_best() {
+  for (int w = 0; w < 16; ++w)
+    if (g.rdy[w]) return w * 64 + __builtin_ctzll(g.rdy[w]);
+  return INT_MAX;
+}
 inline Fiber *rq_pop() {
   if (!g.rq_count) return nullptr;
+  if (g.sched) return rq_take(rq_best());
   Fiber *f = g.rq[g.rq_head];
   g.rq_head = (g.rq_head + 1) % g.rq_cap;
   --g.rq_count;
   return f;
 }
+/* the ready fiber next after rank r0 in rank order (wrapping); priority schedules only */
+inline Fiber *rq_pop_after(int r0) {
+  if (!g.rq_count) return nullptr;
+  const int start = r0 + 1;
+  if (start < 1024) {
+    const int w0 = start >> 6;
+    uint64_t bits = g.rdy[w0] & (~0ull << (start & 63));
+    if (bits) return rq_take(w0 * 64 + __builtin_ctzll(bits));
+    for (int w = w0 + 1; w < 16; ++w)
+      if (g.rdy[w]) return rq_take(w * 64 + __builtin_ctzll(g.rdy[w]));
+  }
+  return rq_pop(); /* wrap around to the lowest ready rank */
+}
 
-/* Leave the running fiber `me` (already marked blocked, ready or done) for the next ready one,
- * or for the scheduler when none is ready.  Returns when `me` is resumed. */
-inline void switch_away(Fiber *me, bool exiting) {
-  Fiber *nx = rq_pop();
+/* Leave the running fiber `me` (already marked blocked, ready or done) for `to` (or the next
+ * ready one), or for the scheduler when none is ready.  Returns when `me` is resumed. */
+inline void switch_away(Fiber *me, bool exiting, Fiber *to = nullptr) {
+  Fiber *nx = to ? to : rq_pop();
   void *dummy;
   void **save = exiting ? &dummy : &me->sp;
   void **fake = exiting ? nullptr : &me->asan_fake;
@@ -318,6 +410,14 @@ inline void switch_away(Fiber *me, bool exiting) {
 
 inline void fiber_exit(Fiber *me);
 inline void yield_now();
+
+/* Priority schedules: after `me` released a barrier, run a released fiber of higher priority. */
+inline void maybe_preempt(Fiber *me) {
+  if (!g.sched || !g.rq_count || rq_best() > g.rank[me->lin]) return;
+  me->state = F_READY;
+  rq_push(me);
+  switch_away(me, false);
+}
 
 /* A poll that changed nothing (failed CAS, atomicAdd of 0, a fence).  Too many in a row with no
  * progress anywhere (no store by an atomic, no barrier released, no thread finished) means the
@@ -350,6 +450,7 @@ inline void fiber_main(Fiber *f) {
 
 /* --- block barrier ----------------------------------------------------------------------- */
 inline void release_block_barrier() {
+  if (g.sched >= 3 && g.rq_count == 0) assign_ranks(); /* new random warp priorities per interval */
   for (int i = 0; i < g.bar_nwaiters; ++i) {
     Fiber *f = g.bar_waiters[i];
     f->state = F_READY;
@@ -382,6 +483,7 @@ inline int block_barrier(const char *what, const char *file, int line, int pred 
   g.bar_arrived++;
   if (g.bar_arrived == g.live) {
     release_block_barrier();
+    maybe_preempt(me);
   } else {
     me->state = F_BLOCK_BARRIER;
     me->wait_what = what; me->wait_file = file; me->wait_line = line;
@@ -439,6 +541,7 @@ inline void warp_barrier(uint64_t mask, const char *what, const char *file, int 
   uint64_t need = mask & w.live;
   if ((e->arrived & need) == need) {
     release_warp_entry(w, *e, me->warp, me);
+    maybe_preempt(me);
     return;
   }
   me->state = F_WARP_BARRIER;
@@ -451,6 +554,12 @@ inline void yield_now() {
   Fiber *me = g.cur;
   if (!g.in_launch || !me || !g.rq_count) return;
   me->state = F_READY;
+  if (g.sched) { /* round robin in rank order, so a spinning high-priority thread lets others run */
+    Fiber *nx = rq_pop_after(g.rank[me->lin]);
+    rq_push(me);
+    switch_away(me, false, nx);
+    return;
+  }
   rq_push(me);
   switch_away(me, false);
 }
@@ -583,10 +692,12 @@ inline Cfg cfg(dim3 grid, dim3 block, size_t shmem, int /*stream 0*/) { return C
 inline void prepare_block_state(int n) {
   int nw = (n + XPS_WAVE - 1) / XPS_WAVE;
   if (n > g.nfibers_cap) {
-    free(g.fibers); free(g.rq); free(g.bar_waiters);
+    free(g.fibers); free(g.rq); free(g.bar_waiters); free(g.rank); free(g.at_rank);
     g.fibers = (Fiber *)calloc(n, sizeof(Fiber));
     g.rq = (Fiber **)calloc(n + 1, sizeof(Fiber *));
     g.bar_waiters = (Fiber **)calloc(n, sizeof(Fiber *));
+    g.rank = (int *)calloc(n, sizeof(int));
+    g.at_rank = (int *)calloc(n, sizeof(int));
     g.nfibers_cap = n;
   }
   if (nw > g.nwarps_cap) {
@@ -613,6 +724,8 @@ inline void run_block() {
     for (auto &e : W.e) e.used = 0, e.arrived = 0;
   }
   g.rq_head = g.rq_tail = g.rq_count = 0;
+  memset(g.rdy, 0, sizeof g.rdy);
+  if (g.sched) assign_ranks();
   g.bar_arrived = 0; g.bar_nwaiters = 0; g.bar_round = 0;
   g.bar_red[0][0] = 0; g.bar_red[0][1] = 1; g.bar_red[0][2] = 0;
   g.live = n;
@@ -702,6 +815,7 @@ template <class F> inline void launch_impl(const Cfg &c, F &body, const char *si
     cw = s;
     g.mxcsr_fcw[0] = m; g.mxcsr_fcw[1] = cw;
   }
+  init_schedule();
   prepare_block_state((int)nthreads);
   void *smem = malloc(c.shmem ? c.shmem : 1);
   if (!smem) fatal("XP3009", "out of memory for %zu bytes of dynamic shared memory", c.shmem);
