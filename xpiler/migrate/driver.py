@@ -100,6 +100,8 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     for k, v in launch.items():
         if isinstance(v, (list, tuple)):
             out[k] = [to_c(x, subst) for x in v]
+        elif k == "shared_bytes" and isinstance(v, str):
+            out[k] = to_c(v, subst)     # a size expression too (dynamic shared memory)
         else:
             out[k] = v
     return out

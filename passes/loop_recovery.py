@@ -1,0 +1,1343 @@
+"""Loop recovery: a SIMT kernel (cuda / hip) or a BANG task kernel becomes sequential C.
+
+The implicit parallel indices become explicit loops: ``blockIdx`` / ``threadIdx`` (or
+``clusterId`` / ``coreId`` / ``taskId``) are loop variables, ``gridDim`` / ``blockDim`` /
+``taskDim`` are the launch expressions, written over the kernel's parameters.  A barrier
+splits the thread loops (loop fission); a barrier nested in block-uniform control moves that
+control outside the thread loops (deep fission).  What a thread keeps across a barrier is
+kept by one of four means, chosen per variable:
+
+* recomputed where it is used (a pure, write-once value such as ``row = by * 16 + ty``);
+* hoisted out of the thread loops (a block-uniform value: the same for every thread);
+* expanded into a per-thread array indexed by the linear thread id (``passes/expansion``);
+* a per-block local array, for ``__shared__`` / ``__mlu_shared__`` buffers.
+
+Before (launch grid = [cdiv(n,256)], block = [256])::
+
+    __global__ void scale(const float *x, float *y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        y[i] = 2.0f * x[i];
+    }
+
+After::
+
+    void scale(const float *x, float *y, int n) {
+        for (int bx = 0; bx < (n + 256 - 1) / 256; ++bx) {
+            for (int tx = 0; tx < 256; ++tx) {
+                int i = bx * 256 + tx;
+                if (i >= n) continue;
+                y[i] = 2.0f * x[i];
+            }
+        }
+    }
+
+Legality (:func:`check`): the program is cuda/hip/bang with the entry defined; every launch
+dimension is an expression over kernel parameters; no warp collective, WMMA/MFMA fragment op,
+``__bang_*`` vector op or ``__memcpy`` is left (detensorize lowers those first); every barrier
+sits under block-uniform control (refused with the barrier's location otherwise); an atomic
+is only used as a statement (its old value is not read).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xpiler.ir import nodes as N
+from xpiler.ir.intrinsics import REGISTRY
+from xpiler.ir.visit import rewrite, walk
+
+from .base import PassError
+from .expansion import _map_stmts, expand_vars, expanded_decl, init_as_stores
+
+NAME = "loop_recovery"
+
+SYNC_KINDS = ("block", "warp", "cluster", "all")     # barriers that order threads: fission points
+NOOP_KINDS = ("copy", "fence", "fence_block")        # no effect once the program is sequential
+REFUSED_CATEGORIES = {"warp": "a warp collective", "wmma": "a WMMA fragment operation",
+                      "mfma": "an MFMA matrix instruction", "vector": "a BANG vector operation",
+                      "copy": "a BANG __memcpy", "x86": "an x86 intrinsic"}
+INT = N.Scalar("int32", "int")
+
+
+# ============================================================================ small IR helpers
+def _c(v) -> N.Const:
+    return N.Const(v, "int32", str(v))
+
+
+def _is_const(e, v=None) -> bool:
+    return isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) and (
+        v is None or e.value == v)
+
+
+def _fold(e):
+    """Fold integer constant arithmetic (+ - * / %) bottom-up; C semantics for / and %."""
+    def fn(n):
+        if isinstance(n, N.BinOp) and _is_const(n.lhs) and _is_const(n.rhs):
+            a, b = n.lhs.value, n.rhs.value
+            if n.op == "+":
+                return _c(a + b)
+            if n.op == "-":
+                return _c(a - b)
+            if n.op == "*":
+                return _c(a * b)
+            if n.op in ("/", "%") and b != 0:
+                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+                return _c(q if n.op == "/" else a - q * b)
+        if isinstance(n, N.BinOp) and n.op == "*":
+            if _is_const(n.lhs, 1):
+                return n.rhs
+            if _is_const(n.rhs, 1):
+                return n.lhs
+        if isinstance(n, N.BinOp) and n.op == "+":
+            if _is_const(n.lhs, 0):
+                return n.rhs
+            if _is_const(n.rhs, 0):
+                return n.lhs
+        if isinstance(n, N.Cond) and _is_const(n.cond):
+            return n.then if n.cond.value else n.else_
+        return n
+    return rewrite(e, fn)
+
+
+def _mul(a, b):
+    return _fold(N.BinOp("*", a, b))
+
+
+def _loop(var, extent, body, loc=None) -> N.For:
+    return N.For(var, _c(0), extent, _c(1), N.Block(tuple(body)), None, INT, loc=loc)
+
+
+def _block(stmts) -> N.Block:
+    return N.Block(tuple(stmts))
+
+
+def _as_block(s) -> N.Block:
+    return s if isinstance(s, N.Block) else N.Block((s,))
+
+
+def _assigned_name(target):
+    """The variable a store through ``target`` modifies when it is a local (x, x[i], x.f)."""
+    while isinstance(target, (N.Index, N.Member)):
+        if isinstance(target, N.Member) and target.arrow:
+            return None
+        target = target.base
+    return target.name if isinstance(target, N.Var) else None
+
+
+def _modified_vars(node) -> set:
+    """Variables written anywhere below ``node`` (assignments, ++/--, address taken)."""
+    out = set()
+    for n in walk(node):
+        if isinstance(n, (N.Assign, N.AssignExpr)):
+            v = _assigned_name(n.target)
+            if v:
+                out.add(v)
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&"):
+            v = _assigned_name(n.operand)
+            if v:
+                out.add(v)
+    return out
+
+
+def _whole(target):
+    """The variable a store writes itself (x, x.f), not through a pointer or an index."""
+    while isinstance(target, N.Member) and not target.arrow:
+        target = target.base
+    return target.name if isinstance(target, N.Var) else None
+
+
+def _scalar_writes(node) -> set:
+    """Variables written as a whole (x = .., x.f = .., x++, &x), not through an index."""
+    out = set()
+    for n in walk(node):
+        if isinstance(n, (N.Assign, N.AssignExpr)) and _whole(n.target):
+            out.add(_whole(n.target))
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and _whole(n.operand):
+            out.add(_whole(n.operand))
+    return out
+
+
+def _has_sync(node) -> bool:
+    return any(isinstance(n, N.Barrier) and n.kind in SYNC_KINDS for n in walk(node))
+
+
+def _first_sync(node):
+    for n in walk(node):
+        if isinstance(n, N.Barrier) and n.kind in SYNC_KINDS:
+            return n
+    return None
+
+
+def _pure(e) -> bool:
+    """No memory read, no side effect: only variables, constants, arithmetic, casts, math."""
+    for n in walk(e):
+        if isinstance(n, (N.Index, N.Member, N.Call, N.AssignExpr, N.Comma)):
+            if isinstance(n, N.Member) and not n.arrow and isinstance(n.base, N.Var):
+                return False
+            return False
+        if isinstance(n, N.UnOp) and n.op in ("*", "++", "--", "p++", "p--"):
+            return False
+        if isinstance(n, N.Intrinsic) and (REGISTRY.get(n.name) is None or REGISTRY[n.name].category != "math"):
+            return False
+    return True
+
+
+def _vars(node) -> set:
+    return {n.name for n in walk(node) if isinstance(n, N.Var)}
+
+
+def _loc_of(node):
+    return getattr(node, "loc", None)
+
+
+# ============================================================================ launch configuration
+@dataclass
+class _Level:
+    var: str            # loop variable
+    extent: N.Expr      # trip count
+    axis: str           # 'x' / 'y' / 'z' / 'task' / 'cluster' / 'core'
+
+
+@dataclass
+class _Config:
+    block_levels: list      # outermost first
+    thread_levels: list     # outermost first
+    builtins: dict          # builtin name -> Expr (over loop variables / parameters)
+    index_builtins: dict    # builtin name -> level var hint, for index builtins that are a loop
+    shared_bytes: object
+    sync_all_ok: bool
+
+
+def _parse_launch_expr(text, what: str, params: set):
+    if isinstance(text, bool):
+        raise PassError(NAME, f"launch {what} is not an expression: {text!r}", None)
+    if isinstance(text, int):
+        return _c(text)
+    if not isinstance(text, str):
+        raise PassError(NAME, f"launch {what} is not an expression: {text!r}", None)
+    from xpiler.frontend import parse_text
+    from xpiler.diagnostics import XPError
+    try:
+        prog = parse_text(f"int xp_launch_expr(void) {{ return {text}; }}\n", "c", "<launch>")
+        e = prog.func("xp_launch_expr").body.stmts[-1].value
+    except (XPError, KeyError, IndexError, AttributeError) as ex:
+        raise PassError(NAME, f"launch {what} = '{text}' is not a C expression ({ex})", None) from None
+    unknown = sorted(_vars(e) - params)
+    if unknown:
+        raise PassError(NAME, f"launch {what} = '{text}' uses {', '.join(repr(u) for u in unknown)}, which "
+                              f"is not a kernel parameter, so gridDim/blockDim/taskDim cannot be expressed", None)
+    return _fold(rewrite(e, lambda n: n.with_(loc=None) if hasattr(n, "loc") and n.loc is not None else n))
+
+
+def _config(dialect: str, launch: dict, params: set, names) -> _Config:
+    if not isinstance(launch, dict):
+        raise PassError(NAME, "no launch configuration given (parameter 'launch')", None)
+    fresh = names
+    if dialect in ("cuda", "hip"):
+        grid, block = launch.get("grid"), launch.get("block")
+        if not (isinstance(grid, (list, tuple)) and isinstance(block, (list, tuple))):
+            raise PassError(NAME, "the launch needs 'grid' and 'block' (3 entries each)", None)
+        grid = list(grid) + [1] * (3 - len(grid))
+        block = list(block) + [1] * (3 - len(block))
+        g = [_parse_launch_expr(grid[i], f"grid[{i}]", params) for i in range(3)]
+        b = [_parse_launch_expr(block[i], f"block[{i}]", params) for i in range(3)]
+        builtins = {}
+        bl, tl, idx = [], [], {}
+        for i, a in reversed(list(enumerate("xyz"))):
+            builtins[f"gridDim.{a}"] = g[i]
+            builtins[f"blockDim.{a}"] = b[i]
+            if _is_const(g[i], 1):
+                builtins[f"blockIdx.{a}"] = _c(0)
+            else:
+                bl.append(_Level(f"b{a}", g[i], a))
+                idx[f"blockIdx.{a}"] = bl[-1]
+            if _is_const(b[i], 1):
+                builtins[f"threadIdx.{a}"] = _c(0)
+            else:
+                tl.append(_Level(f"t{a}", b[i], a))
+                idx[f"threadIdx.{a}"] = tl[-1]
+        builtins["warpSize"] = _c(64 if dialect == "hip" else 32)
+        sb = launch.get("shared_bytes")
+        shared = _parse_launch_expr(sb, "shared_bytes", params) if sb is not None else None
+        return _Config(bl, tl, builtins, idx, shared, False)
+    if dialect == "bang":
+        dim = launch.get("dim")
+        if not isinstance(dim, (list, tuple)):
+            raise PassError(NAME, "the launch needs 'dim' (3 task dimensions) and 'func_type'", None)
+        dim = list(dim) + [1] * (3 - len(dim))
+        d = [_parse_launch_expr(dim[i], f"dim[{i}]", params) for i in range(3)]
+        ft = str(launch.get("func_type", "block"))
+        task_dim = _mul(_mul(d[0], d[1]), d[2])
+        if ft == "block":
+            core_dim = _c(1)
+        elif ft.startswith("union") and ft[5:].isdigit():
+            core_dim = _c(4)
+        else:
+            raise PassError(NAME, f"unknown BANG function type '{ft}'", None)
+        builtins = {"taskDimX": d[0], "taskDimY": d[1], "taskDimZ": d[2], "taskDim": task_dim, "coreDim": core_dim}
+        idx = {}
+        return _Config([], [], builtins, idx, None, True), (d, task_dim, core_dim, ft)
+    raise PassError(NAME, f"loop recovery starts from cuda, hip or bang, not '{dialect}'", None, "XP4002")
+
+
+def _bang_levels(cfg_extra, clustered: bool):
+    """BANG: one loop over taskId, or (when cluster memory / cluster barriers need it) a loop over
+    clusters around a loop over the cores of a cluster."""
+    d, task_dim, core_dim, ft = cfg_extra
+    b = {}
+    if clustered and not _is_const(core_dim, 1):
+        cluster_dim = _fold(N.BinOp("/", task_dim, core_dim))
+        bl = [_Level("cluster", cluster_dim, "cluster")]
+        tl = [_Level("core", core_dim, "core")]
+        task = _fold(N.BinOp("+", _mul(N.Var("cluster"), core_dim), N.Var("core")))
+        b.update(clusterId=N.Var("cluster"), coreId=N.Var("core"), clusterDim=cluster_dim)
+        idx = {"clusterId": bl[0], "coreId": tl[0]}
+    else:
+        bl = [_Level("task", task_dim, "task")]
+        tl = []
+        task = N.Var("task")
+        idx = {"taskId": bl[0]}
+        if _is_const(core_dim, 1):
+            b.update(clusterId=task, coreId=_c(0), clusterDim=task_dim)
+        else:
+            b.update(clusterId=N.BinOp("/", task, core_dim), coreId=N.BinOp("%", task, core_dim),
+                     clusterDim=_fold(N.BinOp("/", task_dim, core_dim)))
+    b["taskId"] = task
+    b["taskIdX"] = _fold(N.BinOp("%", task, d[0]))
+    b["taskIdY"] = _fold(N.BinOp("%", N.BinOp("/", task, d[0]), d[1]))
+    b["taskIdZ"] = _fold(N.BinOp("/", task, _mul(d[0], d[1])))
+    if _is_const(d[1], 1) and _is_const(d[2], 1):
+        b["taskIdX"] = task
+        b["taskIdY"] = _c(0)
+        b["taskIdZ"] = _c(0)
+    return bl, tl, b, idx
+
+
+# ============================================================================ renaming
+def _fresh(base: str, taken: set, suffix_only: bool = True) -> str:
+    if not suffix_only and base not in taken:
+        taken.add(base)
+        return base
+    k = 1
+    while f"{base}_{k}" in taken:
+        k += 1
+    name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def _uniquify(stmts, env: dict, taken: set):
+    """Give every local declaration of the function a unique name (shadowing and sibling
+    scopes renamed ``name_1``...), so later analyses can key variables by name."""
+    def ren(e):
+        if e is None:
+            return None
+        return rewrite(e, lambda n: N.Var(env[n.name], loc=n.loc) if isinstance(n, N.Var) and n.name in env
+                       and env[n.name] != n.name else n)
+
+    def declare(name):
+        if name in taken:
+            new = _fresh(name, taken)
+        else:
+            taken.add(name)
+            new = name
+        env[name] = new
+        return new
+
+    out = []
+    for s in stmts:
+        if isinstance(s, N.Decl):
+            ty = s.type
+            if isinstance(ty, N.Array):
+                ty = ty.with_(dims=tuple(ren(dd) for dd in ty.dims))
+            init = ren(s.init)
+            out.append(s.with_(name=declare(s.name), type=ty, init=init))
+        elif isinstance(s, N.Block):
+            out.append(s.with_(stmts=_uniquify(s.stmts, dict(env), taken)))
+        elif isinstance(s, N.For):
+            lo, hi, step = ren(s.lo), ren(s.hi), ren(s.step)
+            inner = dict(env)
+            var = s.var
+            if s.var_type is not None:
+                if var in taken:
+                    var = _fresh(var, taken)
+                else:
+                    taken.add(var)
+                inner[s.var] = var
+            else:
+                var = env.get(var, var)
+            body = N.Block(_uniquify(s.body.stmts, inner, taken), loc=s.body.loc)
+            out.append(s.with_(var=var, lo=lo, hi=hi, step=step, body=body))
+        elif isinstance(s, N.CFor):
+            inner = dict(env)
+            init = s.init
+            if isinstance(init, (N.Decl, N.Block, N.ExprStmt)):
+                r = _uniquify((init,), inner, taken)
+                init = r[0]
+            body = N.Block(_uniquify(_as_block(s.body).stmts, dict(inner), taken))
+            cond = rewrite(s.cond, lambda n: N.Var(inner[n.name]) if isinstance(n, N.Var) and n.name in inner
+                           else n) if s.cond is not None else None
+            nxt = rewrite(s.next, lambda n: N.Var(inner[n.name]) if isinstance(n, N.Var) and n.name in inner
+                          else n) if s.next is not None else None
+            out.append(s.with_(init=init, cond=cond, next=nxt, body=body))
+        elif isinstance(s, N.While):
+            out.append(s.with_(cond=ren(s.cond), body=N.Block(_uniquify(_as_block(s.body).stmts, dict(env), taken))))
+        elif isinstance(s, N.If):
+            then = N.Block(_uniquify(_as_block(s.then).stmts, dict(env), taken))
+            els = None if s.else_ is None else (
+                _uniquify((s.else_,), dict(env), taken)[0] if isinstance(s.else_, N.If)
+                else N.Block(_uniquify(_as_block(s.else_).stmts, dict(env), taken)))
+            out.append(s.with_(cond=ren(s.cond), then=then, else_=els))
+        else:
+            out.append(ren(s))
+    return tuple(out)
+
+
+# ============================================================================ intrinsics → C
+_RENAME = {"__expf": "expf", "__logf": "logf", "__powf": "powf", "__fsqrt_rn": "sqrtf"}
+_ATOMIC_OPS = {"atomicAdd": "+=", "atomicSub": "-=", "atomicAnd": "&=", "atomicOr": "|=", "atomicExch": "="}
+
+
+def _is_float_const(e):
+    return isinstance(e, N.Const) and isinstance(e.value, float)
+
+
+def _lower_intrinsics(stmts, owner: str):
+    """C spellings of the CUDA/HIP math helpers; atomics as plain read-modify-write statements;
+    refusal for what detensorize must lower first."""
+    for n in walk(stmts):
+        if isinstance(n, N.Intrinsic):
+            d = REGISTRY.get(n.name)
+            cat = d.category if d else None
+            if cat in REFUSED_CATEGORIES:
+                raise PassError(NAME, f"'{n.name}' in '{owner}' is {REFUSED_CATEGORIES[cat]}; run detensorize "
+                                      "first (loop recovery needs scalar code)", n)
+
+    def stmt_fn(s):
+        if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.Intrinsic) and s.expr.name in REGISTRY and \
+                REGISTRY[s.expr.name].category == "atomic":
+            a = s.expr
+            if a.name == "__bang_atomic_add":
+                raise PassError(NAME, "'__bang_atomic_add' is a vector atomic; run detensorize first", a)
+            target = N.UnOp("*", a.args[0])
+            if a.name in _ATOMIC_OPS:
+                return N.Assign(target, _ATOMIC_OPS[a.name], a.args[1], loc=s.loc)
+            if a.name in ("atomicMax", "atomicMin"):
+                op = ">" if a.name == "atomicMax" else "<"
+                return N.If(N.BinOp(op, a.args[1], target), N.Assign(target, "=", a.args[1]), loc=s.loc)
+            if a.name == "atomicCAS":
+                return N.If(N.BinOp("==", target, a.args[1]), N.Assign(target, "=", a.args[2]), loc=s.loc)
+        return s
+
+    def fn(n):
+        if not isinstance(n, N.Intrinsic):
+            return n
+        d = REGISTRY.get(n.name)
+        if d is not None and d.category == "atomic":
+            raise PassError(NAME, f"the old value returned by '{n.name}' is used; only atomics used as "
+                                  "statements are recovered", n)
+        a = n.args
+        if n.name in ("min", "max", "__hmin", "__hmax") and len(a) == 2:
+            op = "<" if n.name in ("min", "__hmin") else ">"
+            return N.Cond(N.BinOp(op, a[0], a[1]), a[0], a[1], loc=n.loc)
+        if n.name == "rsqrtf":
+            return N.BinOp("/", N.Const(1.0, "float32", "1.0f"), N.Intrinsic("sqrtf", a), loc=n.loc)
+        if n.name == "__frcp_rn":
+            return N.BinOp("/", N.Const(1.0, "float32", "1.0f"), a[0], loc=n.loc)
+        if n.name == "__fdividef":
+            return N.BinOp("/", a[0], a[1], loc=n.loc)
+        if n.name == "__ldg":
+            return N.UnOp("*", a[0], loc=n.loc)
+        if n.name in _RENAME:
+            return N.Intrinsic(_RENAME[n.name], a, loc=n.loc)
+        if n.name in ("__float2half", "__float2half_rn"):
+            return N.Cast(N.Scalar("float16", "_Float16"), a[0], loc=n.loc)
+        if n.name in ("__half2float", "__int2float_rn"):
+            return N.Cast(N.Scalar("float32", "float"), a[0], loc=n.loc)
+        if n.name == "__float2int_rz":
+            return N.Cast(INT, a[0], loc=n.loc)
+        if n.name == "__float2int_rn":
+            return N.Cast(INT, N.Intrinsic("rintf", a), loc=n.loc)
+        hop = {"__hadd": "+", "__hsub": "-", "__hmul": "*", "__hdiv": "/"}.get(n.name)
+        if hop:
+            return N.BinOp(hop, a[0], a[1], loc=n.loc)
+        if n.name == "__hfma":
+            return N.BinOp("+", N.BinOp("*", a[0], a[1]), a[2], loc=n.loc)
+        return n
+
+    return _map_stmts(tuple(stmts), stmt_fn, fn)
+
+
+# ============================================================================ thread dependence
+def _taint(stmts, sources: set) -> set:
+    """Variables whose value may differ between the threads of one block (data and control
+    dependence on a thread index), to a fixpoint."""
+    tainted = set(sources)
+    private_arrays = {n.name for n in walk(tuple(stmts)) if isinstance(n, N.Decl) and n.scope == "local"
+                      and not isinstance(n.type, N.Pointer)}     # stores into them change the local itself
+
+    def dep(e) -> bool:
+        return e is not None and bool(_vars(e) & tainted)
+
+    def exits_divergently(body, ctl) -> bool:
+        # a break/continue of this loop under thread-dependent control
+        def scan(s, c):
+            if isinstance(s, (N.Break, N.Continue)):
+                return c
+            if isinstance(s, N.Block):
+                return any(scan(x, c) for x in s.stmts)
+            if isinstance(s, N.If):
+                c2 = c or dep(s.cond)
+                return scan(s.then, c2) or (s.else_ is not None and scan(s.else_, c2))
+            return False
+        return scan(body, ctl)
+
+    def visit(s, ctl) -> bool:
+        ch = False
+
+        def mark(name):
+            nonlocal ch
+            if name and name not in tainted:
+                tainted.add(name)
+                ch = True
+
+        if isinstance(s, N.Block):
+            for x in s.stmts:
+                ch |= visit(x, ctl)
+            return ch
+        # side effects inside expressions (x++ in an index, a = b = c)
+        for n in walk(s if not isinstance(s, (N.For, N.CFor, N.While, N.If)) else ()):
+            if isinstance(n, N.AssignExpr) and (ctl or dep(n.value)):
+                mark(_assigned_name(n.target))
+            if isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") and ctl:
+                mark(_assigned_name(n.operand))
+        if isinstance(s, N.Decl):
+            if ctl or dep(s.init) or (isinstance(s.type, N.Array) and any(dep(d) for d in s.type.dims if d)):
+                mark(s.name)
+        elif isinstance(s, N.Assign):
+            # a store taints the variable it writes: a scalar, or a thread-private array;
+            # stores through pointers and into block-shared arrays do not (other threads read
+            # them only after a barrier, at indices that decide their own dependence)
+            name = s.target.name if isinstance(s.target, N.Var) else _assigned_name(s.target)
+            if not isinstance(s.target, N.Var) and name not in private_arrays:
+                name = None
+            if ctl or dep(s.value) or dep(s.target):
+                mark(name)
+        elif isinstance(s, N.ExprStmt):
+            pass
+        elif isinstance(s, N.If):
+            c2 = ctl or dep(s.cond)
+            ch |= visit(_as_block(s.then), c2)
+            if s.else_ is not None:
+                ch |= visit(_as_block(s.else_), c2)
+        elif isinstance(s, N.For):
+            c2 = ctl or dep(s.lo) or dep(s.hi) or dep(s.step) or exits_divergently(s.body, False)
+            if c2:
+                mark(s.var)
+            ch |= visit(s.body, c2)
+        elif isinstance(s, N.CFor):
+            init_dep = False
+            if s.init is not None:
+                ch |= visit(s.init if not isinstance(s.init, N.ExprStmt) else s.init, ctl)
+                init_dep = bool(_vars(s.init) & tainted) if not isinstance(s.init, N.Decl) else dep(s.init.init)
+            c2 = ctl or init_dep or dep(s.cond) or dep(s.next) or exits_divergently(_as_block(s.body), False)
+            if c2 and s.next is not None:
+                for v in _modified_vars(s.next):
+                    mark(v)
+            ch |= visit(_as_block(s.body), c2)
+        elif isinstance(s, N.While):
+            c2 = ctl or dep(s.cond) or exits_divergently(_as_block(s.body), False)
+            ch |= visit(_as_block(s.body), c2)
+        return ch
+
+    while visit(N.Block(tuple(stmts)), False):
+        pass
+    return tainted
+
+
+# ============================================================================ fission structure
+@dataclass(frozen=True)
+class _Seg(N.Stmt):
+    """A run of barrier-free statements executed by every thread of the block (a phase)."""
+    id: int
+    stmts: tuple
+    in_loop: bool = False       # inside a block-uniform loop (a later phase may run again before it)
+
+
+@dataclass(frozen=True)
+class _UniformExit(N.Stmt):
+    """``if (cond) return;`` with a block-uniform ``cond`` at the kernel's top level."""
+    cond: N.Expr
+    loc: object = None
+
+
+class _Builder:
+    def __init__(self, tainted: set, thread_vars: set, allow_sync_all: bool):
+        self.tainted = tainted
+        self.thread_vars = thread_vars
+        self.allow_sync_all = allow_sync_all
+        self.nseg = 0
+
+    def dep(self, e) -> bool:
+        return e is not None and bool(_vars(e) & self.tainted)
+
+    def seg(self, stmts, in_loop):
+        s = _Seg(self.nseg, tuple(stmts), in_loop)
+        self.nseg += 1
+        return s
+
+    def build(self, stmts, top: bool, in_loop: bool) -> tuple:
+        out, cur = [], []
+
+        def close():
+            if cur:
+                out.append(self.seg(cur, in_loop))
+                cur.clear()
+
+        after_barrier = False
+        for s in stmts:
+            if isinstance(s, N.Comment) and s.trailing and after_barrier:
+                continue        # the comment of a barrier that is now a phase boundary
+            after_barrier = isinstance(s, N.Barrier)
+            if isinstance(s, N.Barrier):
+                if s.kind in NOOP_KINDS:
+                    continue
+                if s.kind == "all" and not self.allow_sync_all:
+                    raise PassError(NAME, "__sync_all orders every task of the launch; recovered only when the "
+                                          "launch has one cluster", s)
+                close()
+                continue
+            if isinstance(s, N.Comment) and not cur and out and not isinstance(out[-1], _Seg):
+                out.append(s)
+                continue
+            if top and isinstance(s, N.If) and s.else_ is None and not self.dep(s.cond) and \
+                    _single_return(s.then):
+                close()
+                out.append(_UniformExit(s.cond, loc=s.loc))
+                continue
+            if top and isinstance(s, N.Return) and s.value is None:
+                close()
+                out.append(_UniformExit(_c(1), loc=s.loc))
+                continue
+            if not _has_sync(s):
+                cur.append(s)
+                continue
+            close()
+            out.append(self.structure(s, top, in_loop))
+        close()
+        return tuple(out)
+
+    def refuse_divergent(self, s, why):
+        b = _first_sync(s)
+        raise PassError(NAME, f"barrier under thread-dependent control ({why}); threads of a block would not "
+                              "all reach it, so the thread loops cannot be split there", b)
+
+    def structure(self, s, top, in_loop):
+        if isinstance(s, N.Block):
+            return N.Block(self.build(s.stmts, False, in_loop), loc=s.loc)
+        if isinstance(s, N.If):
+            if self.dep(s.cond):
+                self.refuse_divergent(s, "an if on a thread index")
+            return s.with_(then=N.Block(self.build(_as_block(s.then).stmts, False, in_loop)),
+                           else_=None if s.else_ is None else N.Block(
+                               self.build(_as_block(s.else_).stmts, False, in_loop)))
+        if isinstance(s, N.For):
+            if self.dep(s.lo) or self.dep(s.hi) or self.dep(s.step) or s.var in self.tainted:
+                self.refuse_divergent(s, f"loop '{s.var}' has a thread-dependent trip count")
+            if s.var in _modified_vars(s.body):
+                self.refuse_divergent(s, f"loop '{s.var}' is modified in its body")
+            _refuse_exits(s.body)
+            return s.with_(body=N.Block(self.build(s.body.stmts, False, True)))
+        if isinstance(s, N.CFor):
+            hdr = [s.cond, s.next] + ([s.init] if s.init is not None else [])
+            if any(self.dep(h) for h in hdr if h is not None) or (
+                    isinstance(s.init, N.Decl) and s.init.name in self.tainted):
+                self.refuse_divergent(s, "a loop with a thread-dependent condition")
+            hv = _modified_vars(s.next) if s.next is not None else set()
+            if isinstance(s.init, N.Decl):
+                hv.add(s.init.name)
+            if hv & _modified_vars(s.body):
+                self.refuse_divergent(s, "a loop whose counter is modified in its body")
+            _refuse_exits(_as_block(s.body))
+            return s.with_(body=N.Block(self.build(_as_block(s.body).stmts, False, True)))
+        if isinstance(s, N.While):
+            if self.dep(s.cond):
+                self.refuse_divergent(s, "a while loop with a thread-dependent condition")
+            _refuse_exits(_as_block(s.body))
+            return s.with_(body=N.Block(self.build(_as_block(s.body).stmts, False, True)))
+        b = _first_sync(s)
+        raise PassError(NAME, f"barrier inside a {type(s).__name__} statement cannot be split", b or s)
+
+
+def _single_return(s) -> bool:
+    if isinstance(s, N.Return) and s.value is None:
+        return True
+    return isinstance(s, N.Block) and len([x for x in s.stmts if not isinstance(x, N.Comment)]) == 1 and \
+        _single_return([x for x in s.stmts if not isinstance(x, N.Comment)][0])
+
+
+def _refuse_exits(body):
+    """break / continue of a loop that holds a barrier: its phases are separate thread loops, so
+    the exit cannot be taken by one thread; refuse unless it sits in a nested loop."""
+    def scan(s):
+        if isinstance(s, (N.Break, N.Continue)):
+            raise PassError(NAME, f"'{type(s).__name__.lower()}' in a loop that holds a barrier", s)
+        if isinstance(s, N.Block):
+            for x in s.stmts:
+                scan(x)
+        elif isinstance(s, N.If):
+            scan(s.then)
+            if s.else_ is not None:
+                scan(s.else_)
+    scan(body)
+
+
+def _segments(node) -> list:
+    return [n for n in walk(node) if isinstance(n, _Seg)]
+
+
+# ============================================================================ the recovery
+class _Recovery:
+    def __init__(self, program: N.Program, entry: str, launch):
+        self.program = program
+        self.entry = entry
+        self.launch = launch
+
+    # -------------------------------------------------------------- device helpers
+    def _callees(self, fn) -> list:
+        defs = {f.name: f for f in self.program.funcs if f.body is not None}
+        seen, order, stack = set(), [], [fn]
+        while stack:
+            f = stack.pop()
+            for n in walk(f.body):
+                if isinstance(n, N.Call) and isinstance(n.func, str) and n.func in defs and n.func not in seen \
+                        and n.func != fn.name:
+                    seen.add(n.func)
+                    order.append(defs[n.func])
+                    stack.append(defs[n.func])
+        return order
+
+    def run(self):
+        prog = self.program
+        if prog.dialect not in ("cuda", "hip", "bang"):
+            raise PassError(NAME, f"the program is already sequential ({prog.dialect})", None, "XP4002")
+        try:
+            fn = prog.func(self.entry)
+        except KeyError:
+            raise PassError(NAME, f"no kernel '{self.entry}' with a body", None) from None
+        params = [p.name for p in fn.params]
+        launch = dict(self.launch or {})
+        cfg = _config(prog.dialect, launch, set(params), None)
+        bang_extra = None
+        if isinstance(cfg, tuple):
+            cfg, bang_extra = cfg
+        fn = self._inline_barrier_helpers(fn)
+        helpers = self._callees(fn)
+        for h in helpers:
+            b = _first_sync(h.body)
+            if b is not None:
+                raise PassError(NAME, f"helper '{h.name}' holds a barrier; inline it first (its phases belong "
+                                      "to the caller's thread loops)", b)
+        # NRAM / WRAM buffers and other on-chip locals are private to the task: plain locals
+        def to_local(n):
+            if isinstance(n, N.Decl) and n.scope in ("nram", "wram", "local", "constant"):
+                return n if n.scope == "local" else n.with_(scope="local")
+            return n
+        fn = fn.with_(body=rewrite(fn.body, to_local))
+        body = _lower_intrinsics(fn.body.stmts, fn.name)
+        helpers = [h.with_(body=N.Block(_lower_intrinsics(rewrite(h.body, to_local).stmts, h.name), loc=h.body.loc))
+                   for h in helpers]
+
+        # BANG: a cluster/core split only when cluster memory or cluster barriers need it
+        if bang_extra is not None:
+            clustered = any(isinstance(n, N.Decl) and n.scope == "sram" for n in walk(body)) or _has_sync(
+                N.Block(body))
+            bl, tl, extra_b, idx = _bang_levels(bang_extra, clustered)
+            cfg.block_levels, cfg.thread_levels, cfg.index_builtins = bl, tl, idx
+            cfg.builtins.update(extra_b)
+            one_cluster = _is_const(bl[0].extent, 1) if bl else True
+            cfg.sync_all_ok = one_cluster
+
+        # unique local names; builtin aliases (int tid = threadIdx.x) name their loops
+        taken = set(params) | {f.name for f in prog.funcs} | {m.name for m in prog.macros}
+        taken |= {it.name for it in prog.items if isinstance(it, N.Decl)}
+        body = _uniquify(body, {p: p for p in params}, taken)
+        levels = cfg.block_levels + cfg.thread_levels
+        names_in_use = taken | _vars(N.Block(body))
+        body = self._alias_loops(body, cfg, names_in_use)
+        for lv in levels:
+            if lv.var in names_in_use and not getattr(lv, "_aliased", False):
+                lv.var = _fresh(lv.var, names_in_use)
+        for bname, lv in cfg.index_builtins.items():
+            cfg.builtins[bname] = N.Var(lv.var)
+        if bang_extra is not None:   # BANG task expressions were built over the default names
+            ren = {"task": None, "cluster": None, "core": None}
+            for lv in levels:
+                ren[lv.axis] = lv.var
+            cfg.builtins = {k: rewrite(v, lambda n: N.Var(ren[n.name]) if isinstance(n, N.Var) and n.name in ren
+                                       and ren[n.name] else n) for k, v in cfg.builtins.items()}
+
+        # helpers that read builtins get them as extra parameters
+        helpers, body = self._thread_helpers(helpers, body, cfg)
+        body = self._replace_builtins(body, cfg, fn.name)
+
+        thread_vars = {lv.var for lv in cfg.thread_levels}
+        self.has_block_loops = bool(cfg.block_levels)
+        tainted = _taint(body, thread_vars)
+
+        # shared / cluster memory → one array per block, declared in the block loop
+        body, shared_decls = self._shared(body, cfg)
+
+        builder = _Builder(tainted, thread_vars, cfg.sync_all_ok)
+        structure = builder.build(body, True, False)
+        new_body = self._materialize(structure, cfg, tainted, params, shared_decls, fn)
+
+        new_fn = fn.with_(body=N.Block(tuple(new_body), loc=fn.body.loc), attrs=tuple(
+            a for a in fn.attrs if a in ("static", "inline")))
+        new_helpers = {h.name: h.with_(kind="host", attrs=tuple(a for a in h.attrs if a in ("static", "inline")))
+                       for h in helpers}
+        return self._program(new_fn, new_helpers)
+
+    # -------------------------------------------------------------- helpers with barriers
+    def _inline_barrier_helpers(self, fn):
+        """A helper that holds a barrier belongs to the caller's phases: inline it (its parameters
+        become locals of a block, its final ``return v`` an assignment of the call's result)."""
+        defs = {f.name: f for f in self.program.funcs if f.body is not None and f.name != fn.name}
+        for _ in range(8):
+            targets = {n: f for n, f in defs.items() if _has_sync(f.body)}
+            calls = [n for n in walk(fn.body) if isinstance(n, N.Call) and n.func in targets]
+            if not calls:
+                return fn
+            counter = [0]
+
+            def inline_stmt(st):
+                found = [n for n in walk(st) if isinstance(n, N.Call) and n.func in targets]
+                if not found:
+                    return st
+                if not isinstance(st, (N.Decl, N.Assign, N.ExprStmt)):
+                    raise PassError(NAME, f"call of '{found[0].func}' (it holds a barrier) in the header of a "
+                                          f"{type(st).__name__}; only calls in plain statements are inlined", found[0])
+                out = []
+                repl = {}
+                for c in found:
+                    if any(isinstance(n, N.Call) and n.func in targets for a in c.args for n in walk(a)):
+                        raise PassError(NAME, f"nested calls of barrier helpers in '{c.func}(...)'", c)
+                    h = targets[c.func]
+                    rets = [n for n in walk(h.body) if isinstance(n, N.Return)]
+                    last = h.body.stmts[-1] if h.body.stmts else None
+                    if any(r is not last for r in rets):
+                        raise PassError(NAME, f"helper '{h.name}' returns before its end; it cannot be inlined", h)
+                    void = isinstance(h.ret, N.Scalar) and h.ret.dtype == "void"
+                    counter[0] += 1
+                    res = f"{h.name}_result"
+                    inner = [N.Decl(p.name, p.type, a, "local", loc=p.loc) for p, a in zip(h.params, c.args)]
+                    for x in h.body.stmts:
+                        if x is last and isinstance(x, N.Return):
+                            if x.value is not None and not void:
+                                inner.append(N.Assign(N.Var(res), "=", x.value, loc=x.loc))
+                            continue
+                        inner.append(x)
+                    if not void:
+                        out.append(N.Decl(res, _unconst(h.ret), None, "local", loc=c.loc))
+                    out.append(N.Block(tuple(inner), loc=c.loc))
+                    repl[id(c)] = N.Var(res)
+                if isinstance(st, N.ExprStmt) and isinstance(st.expr, N.Call) and id(st.expr) in repl:
+                    return N.Block(tuple(out))
+                new = rewrite(st, lambda n: repl.get(id(n), n) if isinstance(n, N.Call) else n)
+                # rewrite rebuilds parents; the call nodes themselves are leaves of the match
+                return N.Block(tuple(out) + (new,))
+
+            def walk_stmts(stmts):
+                res = []
+                for st in stmts:
+                    if isinstance(st, N.Block):
+                        res.append(st.with_(stmts=tuple(walk_stmts(st.stmts))))
+                    elif isinstance(st, (N.For, N.While, N.CFor)):
+                        res.append(st.with_(body=N.Block(tuple(walk_stmts(_as_block(st.body).stmts)))))
+                    elif isinstance(st, N.If):
+                        res.append(st.with_(then=N.Block(tuple(walk_stmts(_as_block(st.then).stmts))),
+                                            else_=None if st.else_ is None else N.Block(
+                                                tuple(walk_stmts(_as_block(st.else_).stmts)))))
+                    else:
+                        r = inline_stmt(st)
+                        if isinstance(r, N.Block) and r is not st:
+                            res.extend(r.stmts)     # same scope: the result variable stays visible
+                        else:
+                            res.append(r)
+                return res
+
+            fn = fn.with_(body=N.Block(tuple(walk_stmts(fn.body.stmts)), loc=fn.body.loc))
+        raise PassError(NAME, "barrier helpers nest too deeply to inline", fn)
+
+    # -------------------------------------------------------------- aliases
+    def _alias_loops(self, body, cfg: _Config, names_in_use: set):
+        modified = _modified_vars(N.Block(body))
+        out = []
+        used = set()
+        for s in body:
+            if isinstance(s, N.Decl) and isinstance(s.init, N.Builtin) and s.init.name in cfg.index_builtins and \
+                    s.name not in modified and s.init.name not in used and isinstance(s.type, N.Scalar) and \
+                    s.type.dtype in ("int32", "int64") and s.scope == "local":
+                lv = cfg.index_builtins[s.init.name]
+                lv.var = s.name
+                lv._aliased = True
+                used.add(s.init.name)
+                continue
+            out.append(s)
+        return tuple(out)
+
+    def _thread_helpers(self, helpers, body, cfg):
+        direct = {h.name: {n.name for n in walk(h.body) if isinstance(n, N.Builtin)} for h in helpers}
+        calls = {h.name: {n.func for n in walk(h.body) if isinstance(n, N.Call) and isinstance(n.func, str)}
+                 for h in helpers}
+        need = {k: set(v) for k, v in direct.items()}
+        changed = True
+        while changed:
+            changed = False
+            for h in need:
+                for c in calls[h]:
+                    if c in need and not need[c] <= need[h]:
+                        need[h] |= need[c]
+                        changed = True
+        for h, bs in need.items():
+            unknown = [b for b in bs if b not in cfg.builtins]
+            if unknown:
+                raise PassError(NAME, f"helper '{h}' uses '{unknown[0]}', which this launch cannot express", None)
+        pname = {b: b.replace(".", "_") for bs in need.values() for b in bs}
+
+        def add_args(n, in_helper):
+            if isinstance(n, N.Call) and isinstance(n.func, str) and need.get(n.func):
+                extra = tuple((N.Var(pname[b]) if in_helper else N.Builtin(b)) for b in sorted(need[n.func]))
+                return n.with_(args=tuple(n.args) + extra)
+            return n
+
+        new_helpers = []
+        for h in helpers:
+            hb = rewrite(h.body, lambda n: add_args(n, True))
+            hb = rewrite(hb, lambda n: N.Var(pname[n.name]) if isinstance(n, N.Builtin) and n.name in pname else n)
+            ps = tuple(h.params) + tuple(N.Param(pname[b], INT) for b in sorted(need[h.name]))
+            new_helpers.append(h.with_(body=hb, params=ps))
+        body = rewrite(tuple(body), lambda n: add_args(n, False))
+        return new_helpers, body
+
+    def _replace_builtins(self, body, cfg, owner):
+        def fn(n):
+            if isinstance(n, N.Builtin):
+                if n.name not in cfg.builtins:
+                    raise PassError(NAME, f"builtin '{n.name}' has no meaning for this launch", n)
+                return cfg.builtins[n.name]
+            return n
+        return rewrite(tuple(body), fn)
+
+    # -------------------------------------------------------------- shared memory
+    def _shared(self, body, cfg):
+        decls = []
+
+        def take(stmts):
+            out = []
+            for s in stmts:
+                if isinstance(s, N.Decl) and s.scope in ("shared", "sram"):
+                    decls.append(self._shared_decl(s, cfg))
+                    continue
+                out.append(_descend(s))
+            return tuple(out)
+
+        def _descend(s):
+            if isinstance(s, N.Block):
+                return s.with_(stmts=take(s.stmts))
+            if isinstance(s, (N.For, N.While, N.CFor)):
+                b = _as_block(s.body)
+                nb = N.Block(take(b.stmts), loc=b.loc)
+                return s.with_(body=nb)
+            if isinstance(s, N.If):
+                return s.with_(then=N.Block(take(_as_block(s.then).stmts)),
+                               else_=None if s.else_ is None else N.Block(take(_as_block(s.else_).stmts)))
+            return s
+
+        return take(body), decls
+
+    def _shared_decl(self, d: N.Decl, cfg):
+        ty = d.type
+        if isinstance(ty, N.Array) and ty.dims and ty.dims[0] is None:
+            if cfg.shared_bytes is None:
+                raise PassError(NAME, f"'extern __shared__ {d.name}[]' needs launch['shared_bytes'] for its size", d)
+            n = N.BinOp("/", N.BinOp("+", cfg.shared_bytes, N.BinOp("-", N.SizeOf(ty.elem), _c(1))),
+                        N.SizeOf(ty.elem))
+            ty = ty.with_(dims=(n,) + tuple(ty.dims[1:]))
+        if isinstance(ty, N.Array):
+            ty = ty.with_(elem=_unvolatile(ty.elem))
+        return N.Decl(d.name, ty, d.init, "local", tuple(s for s in d.storage if s not in ("extern", "static")),
+                      (), loc=d.loc)
+
+    # -------------------------------------------------------------- materialization
+    def _materialize(self, structure, cfg, tainted, params, shared_decls, fn):
+        tl = cfg.thread_levels
+        segs = _segments(N.Block(structure))
+        nt = _c(1)
+        for lv in tl:
+            nt = _mul(nt, lv.extent)
+        tlin = None
+        for lv in tl:       # outermost first: ((tz) * BY + ty) * BX + tx
+            tlin = N.Var(lv.var) if tlin is None else _fold(N.BinOp("+", N.BinOp("*", tlin, lv.extent),
+                                                                     N.Var(lv.var)))
+        if tlin is None:
+            tlin = _c(0)
+
+        # ---- where each local variable is declared and referenced
+        decl_of, decl_seg, top_decl = {}, {}, set()
+        for sg in segs:
+            for s in sg.stmts:
+                if isinstance(s, N.Decl):
+                    top_decl.add(s.name)
+            for n in walk(sg.stmts):
+                if isinstance(n, N.Decl):
+                    decl_of[n.name] = n
+                    decl_seg[n.name] = sg.id
+        refs = {}
+        for sg in segs:
+            for v in _vars(sg.stmts):
+                refs.setdefault(v, set()).add(sg.id)
+        outer = _vars(_strip_segs(N.Block(structure)))
+        for v in outer:
+            refs.setdefault(v, set()).add("outer")
+        outer_decl = {n.name for n in walk(_strip_segs(N.Block(structure))) if isinstance(n, N.Decl)}
+        outer_decl |= {n.var for n in walk(_strip_segs(N.Block(structure))) if isinstance(n, N.For)}
+        for sg in segs:     # a header variable of a uniform loop must not be changed by one thread
+            bad = _scalar_writes(sg.stmts) & outer_decl
+            if bad:
+                v = sorted(bad)[0]
+                raise PassError(NAME, f"'{v}' controls a loop that holds a barrier but is modified per thread", None)
+
+        all_mod = _scalar_writes(N.Block(structure)) | {
+            n for n in _modified_vars(N.Block(structure)) if isinstance(getattr(decl_of.get(n), "type", None), N.Array)}
+        level_vars = {lv.var for lv in cfg.block_levels + cfg.thread_levels}
+        consts = {m.name for m in self.program.macros if m.params is None} | {
+            it.name for it in self.program.items if isinstance(it, N.Decl) and (
+                "constexpr" in it.storage or getattr(it.type, "const", False))}
+        stable = (set(params) - all_mod) | level_vars | outer_decl | (consts - all_mod) | {
+            d.name for d in shared_decls}
+        # write-once pure values (recomputed wherever needed), in declaration order
+        remat = {}
+        for sg in segs:
+            for n in walk(sg.stmts):
+                if isinstance(n, N.Decl) and n.init is not None and not isinstance(n.type, N.Array) and \
+                        n.name not in all_mod and _pure(n.init) and _vars(n.init) <= (stable | set(remat)) and \
+                        not isinstance(n.init, N.InitList) and "static" not in n.storage:
+                    remat[n.name] = n
+        order = {name: i for i, name in enumerate(decl_of)}
+
+        hoist_pure, recompute, hoist_var, expand = {}, {}, {}, {}
+        for v, d in decl_of.items():
+            ctx = refs.get(v, set()) | {decl_seg[v]}
+            uniform = v not in tainted
+            if v in remat and uniform and v in top_decl:
+                hoist_pure[v] = d            # computed once per block, before the thread loops
+                continue
+            if len(ctx) <= 1:
+                continue
+            if v in remat:
+                recompute[v] = d
+            elif uniform and isinstance(d.type, (N.Scalar, N.Pointer)) and self._idempotent(v, structure):
+                hoist_var[v] = d
+            elif _is_const(nt, 1):
+                hoist_var[v] = d             # one thread per block: the block keeps the value
+            else:
+                expand[v] = d
+
+        # ---- early exits (return inside a thread)
+        has_ret = any(isinstance(n, N.Return) for sg in segs for n in walk(sg.stmts))
+        multi = len(segs) > 1
+        done = None
+        if has_ret and multi:
+            done = _fresh("done", set(decl_of) | set(params) | level_vars | outer_decl | _vars(N.Block(structure)),
+                          False)
+        first_ret = min((sg.id for sg in segs if any(isinstance(n, N.Return) for n in walk(sg.stmts))),
+                        default=None)
+        guard_all = first_ret is not None and any(sg.in_loop for sg in segs if sg.id == first_ret)
+
+        def seg_body(sg: _Seg):
+            stmts = list(sg.stmts)
+            kept_last_moved = False
+            pre = []
+            # values recomputed here: every recomputable variable this phase reads but does not declare
+            needed = set()
+            frontier = [v for v in _vars(sg.stmts) if v in recompute and decl_seg[v] != sg.id]
+            while frontier:
+                v = frontier.pop()
+                if v in needed:
+                    continue
+                needed.add(v)
+                init_vars = _vars((recompute.get(v) or remat[v]).init)
+                frontier.extend(w for w in init_vars if w in remat and w not in hoist_pure and w not in needed
+                                and decl_seg[w] != sg.id)
+            for v in sorted(needed, key=lambda x: order[x]):
+                d = recompute.get(v) or remat[v]
+                pre.append(d)
+            # uniform pure values of the phase, and the block-uniform values the phase starts
+            # by storing (v = shared[0]: every thread would store the same), move before its
+            # thread loops
+            hoisted, kept = [], []
+            for s0 in stmts:      # a trailing comment follows its statement
+                moving = isinstance(s0, N.Decl) and s0.name in hoist_pure
+                if isinstance(s0, N.Comment) and s0.trailing:
+                    (hoisted if kept_last_moved else kept).append(s0)
+                    continue
+                kept_last_moved = moving
+                (hoisted if moving else kept).append(s0)
+            stmts = kept
+            kept_last_moved = False
+            while stmts and (isinstance(stmts[0], N.Comment) and not stmts[0].trailing or (
+                    isinstance(stmts[0], N.Assign) and isinstance(stmts[0].target, N.Var) and
+                    stmts[0].target.name in hoist_var and stmts[0].op == "=") or (
+                    isinstance(stmts[0], N.Decl) and stmts[0].name in hoist_var and stmts[0].init is not None)):
+                s0 = stmts.pop(0)
+                if isinstance(s0, N.Decl):
+                    s0 = N.Assign(N.Var(s0.name), "=", s0.init, loc=s0.loc)
+                hoisted.append(s0)
+                if stmts and isinstance(stmts[0], N.Comment) and stmts[0].trailing:
+                    hoisted.append(stmts.pop(0))
+            stmts = pre + stmts
+            # a recomputable value this phase no longer reads (its readers are elsewhere) is dropped
+            changed = True
+            while changed:
+                changed = False
+                for i, s0 in enumerate(stmts):
+                    if isinstance(s0, N.Decl) and s0.name in remat and s0.name not in hoist_pure:
+                        rest = tuple(stmts[:i] + stmts[i + 1:])
+                        if s0.name not in _vars(rest):
+                            del stmts[i]
+                            changed = True
+                            break
+            # variables kept across phases
+            if hoist_var:
+                stmts = list(_map_stmts(tuple(stmts), lambda s: (init_as_stores(s) if s.init is not None else None)
+                                        if isinstance(s, N.Decl) and s.name in hoist_var else s, lambda n: n))
+            if expand:
+                stmts = list(expand_vars(tuple(stmts), expand, tlin))
+            # early exits
+            label = None
+            if any(isinstance(n, N.Return) for n in walk(tuple(stmts))):
+                stmts, label = self._returns(stmts, sg, done, tlin, bool(tl), tl)
+            if done is not None and (sg.id > first_ret or guard_all):
+                flag = N.Index(N.Var(done), tlin) if tl else N.Var(done)
+                stmts = [N.If(N.UnOp("!", flag), N.Block(tuple(stmts)))]
+            if label:
+                stmts.append(N.Raw(f"{label}: ;"))
+            inner = list(stmts)
+            if not any(not isinstance(x, N.Comment) for x in inner):
+                return hoisted, []
+            for lv in reversed(tl):
+                inner = [_loop(lv.var, lv.extent, inner)]
+            return hoisted, inner
+
+        def mat(items, top):
+            out = []
+            for it in items:
+                if isinstance(it, _Seg):
+                    hoisted, loops = seg_body(it)
+                    out.extend(hoisted)
+                    out.extend(loops)
+                elif isinstance(it, _UniformExit):
+                    cond = self._outer_expr(it.cond, expand)
+                    exit_ = N.Continue() if cfg.block_levels else N.Return()
+                    if _is_const(cond) and cond.value:
+                        out.append(exit_)
+                    else:
+                        out.append(N.If(cond, exit_, loc=it.loc))
+                elif isinstance(it, N.Block):
+                    out.append(it.with_(stmts=tuple(mat(it.stmts, False))))
+                elif isinstance(it, N.If):
+                    out.append(it.with_(cond=self._outer_expr(it.cond, expand),
+                                        then=N.Block(tuple(mat(it.then.stmts, False))),
+                                        else_=None if it.else_ is None else N.Block(tuple(mat(it.else_.stmts,
+                                                                                               False)))))
+                elif isinstance(it, N.For):
+                    out.append(it.with_(lo=self._outer_expr(it.lo, expand), hi=self._outer_expr(it.hi, expand),
+                                        step=self._outer_expr(it.step, expand),
+                                        body=N.Block(tuple(mat(it.body.stmts, False)))))
+                elif isinstance(it, N.CFor):
+                    out.append(it.with_(cond=self._outer_expr(it.cond, expand) if it.cond is not None else None,
+                                        body=N.Block(tuple(mat(it.body.stmts, False)))))
+                elif isinstance(it, N.While):
+                    out.append(it.with_(cond=self._outer_expr(it.cond, expand),
+                                        body=N.Block(tuple(mat(it.body.stmts, False)))))
+                else:
+                    out.append(it)
+            return out
+
+        block_body = list(shared_decls)
+        for v, d in sorted(hoist_var.items(), key=lambda kv: order[kv[0]]):
+            block_body.append(N.Decl(v, _unconst(d.type), None, "local", loc=d.loc))
+        for v, d in sorted(expand.items(), key=lambda kv: order[kv[0]]):
+            block_body.append(expanded_decl(d, nt))
+        if done is not None:
+            if tl:
+                block_body.append(N.Decl(done, N.Array(N.Scalar("uint8", "unsigned char"), (nt,)), None, "local"))
+                t = _fresh("t", {done} | set(decl_of) | set(params) | level_vars | _vars(N.Block(structure)), False)
+                block_body.append(_loop(t, nt, [N.Assign(N.Index(N.Var(done), N.Var(t)), "=", _c(0))]))
+            else:
+                block_body.append(N.Decl(done, INT, _c(0), "local"))
+        block_body.extend(mat(structure, True))
+        out = block_body
+        for lv in reversed(cfg.block_levels):
+            out = [_loop(lv.var, lv.extent, out)]
+        return out
+
+    def _outer_expr(self, e, expand):
+        """A block-level expression: an expanded variable read there is block-uniform, so thread
+        0's copy stands for all."""
+        if e is None or not expand:
+            return e
+        return rewrite(e, lambda n: N.Index(n, _c(0)) if isinstance(n, N.Var) and n.name in expand else n)
+
+    def _idempotent(self, v, structure) -> bool:
+        """Every write of ``v`` is a plain ``v = expr`` not reading ``v``: executing it once per
+        thread leaves the value one thread would leave."""
+        for n in walk(tuple(structure)):
+            if isinstance(n, N.Assign) and _whole(n.target) == v:
+                if not isinstance(n.target, N.Var) or n.op != "=" or v in _vars(n.value):
+                    return False
+            elif isinstance(n, N.AssignExpr) and _whole(n.target) == v:
+                return False
+            elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and \
+                    _whole(n.operand) == v:
+                return False
+            elif isinstance(n, N.Decl) and n.name == v and n.init is not None and v in _vars(n.init):
+                return False
+        return True
+
+    def _returns(self, stmts, sg, done, tlin, has_tl, tl):
+        """Replace ``return`` in a phase: the thread skips the rest of this phase (continue, or a
+        goto to the end of the thread-loop body when inside a loop) and, when later phases exist,
+        records that it is finished."""
+        label = f"xp_skip_{sg.id}"
+        need_label = [False]
+
+        def conv(s, in_loop):
+            if isinstance(s, N.Return):
+                if not in_loop and (has_tl or (self.has_block_loops and not sg.in_loop)):
+                    jump = N.Continue(loc=s.loc)
+                else:
+                    need_label[0] = True
+                    jump = N.Raw(f"goto {label};", loc=s.loc)
+                if done is None:
+                    return jump
+                flag = N.Index(N.Var(done), tlin) if has_tl else N.Var(done)
+                return N.Block((N.Assign(flag, "=", _c(1)), jump), loc=s.loc)
+            if isinstance(s, N.Block):
+                out = []
+                for x in s.stmts:
+                    r = conv(x, in_loop)
+                    out.extend(r.stmts if isinstance(x, N.Return) and isinstance(r, N.Block) else (r,))
+                return s.with_(stmts=tuple(out))
+            if isinstance(s, N.If):
+                return s.with_(then=conv(s.then, in_loop), else_=None if s.else_ is None else conv(s.else_, in_loop))
+            if isinstance(s, (N.For, N.CFor, N.While)):
+                return s.with_(body=conv(s.body, True))
+            return s
+
+        out = [conv(s, False) for s in stmts]
+        return out, (label if need_label[0] else None)
+
+    # -------------------------------------------------------------- the C program
+    def _program(self, new_fn, helpers: dict):
+        prog = self.program
+        items = []
+        have = set()
+        for it in prog.items:
+            if isinstance(it, N.Directive) and it.kind == "include":
+                continue
+            if isinstance(it, N.Using):
+                continue
+            if isinstance(it, N.Func):
+                if it.name == new_fn.name and it.body is not None:
+                    items.append(new_fn)
+                elif it.name in helpers and it.body is not None:
+                    items.append(helpers[it.name])
+                elif it.name in helpers and it.body is None:
+                    continue
+                continue
+            if isinstance(it, N.Decl):
+                items.append(it.with_(scope="local"))
+                continue
+            if isinstance(it, N.Comment) and not isinstance(it, N.Func):
+                items.append(it)
+                continue
+            items.append(it)
+        # drop comments left dangling before a removed function (the host launcher)
+        while items and isinstance(items[-1], N.Comment):
+            items.pop()
+        heads = ["#include <math.h>", "#include <stdint.h>"]
+        if any(isinstance(n, N.Scalar) and n.dtype == "bool" for n in walk(tuple(items))) or any(
+                isinstance(n, N.Const) and n.dtype == "bool" for n in walk(tuple(items))):
+            heads.append("#include <stdbool.h>")
+        vec = {}
+        for n in walk(tuple(items)):
+            if isinstance(n, N.Vector):
+                vec[n.spelling] = n
+        pre = [N.Directive(h, "include") for h in heads]
+        for sp, v in sorted(vec.items()):
+            if any(isinstance(t, N.Typedef) and t.name == sp for t in items):
+                continue
+            fields = ", ".join("xyzw"[i] for i in range(v.n)) if v.n <= 4 else None
+            if fields is None:
+                raise PassError(NAME, f"vector type '{sp}' has no C equivalent here", None)
+            elem = {"float32": "float", "int32": "int", "float16": "_Float16", "float64": "double",
+                    "uint32": "unsigned int", "int8": "int8_t", "uint8": "uint8_t"}.get(v.elem.dtype, "float")
+            pre.append(N.Directive(f"typedef struct {{ {elem} {fields}; }} {sp};", "other"))
+        # clang's ext_vector_type is gcc's vector_size (subscripts and brace initializers work alike)
+        import re as _re
+        fixed = []
+        for it in items:
+            if isinstance(it, N.Typedef) and any("ext_vector_type" in a for a in it.attrs):
+                attrs = tuple(_re.sub(r"ext_vector_type\((\d+)\)",
+                                      lambda m: f"vector_size({m.group(1)} * sizeof({_elem_c(it.type)}))", a)
+                              for a in it.attrs)
+                it = it.with_(attrs=attrs)
+            fixed.append(it)
+        items = fixed
+        # keep the file's leading comment block first
+        lead = []
+        while items and isinstance(items[0], N.Comment):
+            lead.append(items.pop(0))
+        return prog.with_(dialect="c", items=tuple(lead + pre + items))
+
+
+def _elem_c(t) -> str:
+    e = t.elem if isinstance(t, N.Vector) else t
+    return {"float32": "float", "float16": "_Float16", "int32": "int", "float64": "double"}.get(
+        getattr(e, "dtype", ""), "float")
+
+
+def _unconst(t):
+    if isinstance(t, (N.Scalar, N.Named, N.Vector)) and getattr(t, "const", False):
+        return t.with_(const=False)
+    return t
+
+
+def _unvolatile(t):
+    if isinstance(t, N.Scalar) and t.volatile:
+        return t.with_(volatile=False)
+    return t
+
+
+def _strip_segs(node):
+    """The structure without its phases (what runs outside the thread loops)."""
+    return rewrite(node, lambda n: N.Comment("") if isinstance(n, _Seg) else n)
+
+
+# ============================================================================ protocol
+def check(program, *, entry: str, launch=None, **params) -> None:
+    _Recovery(program, entry, launch).run()
+
+
+def apply(program, *, entry: str, launch=None, **params):
+    new = _Recovery(program, entry, launch).run()
+    return new, {}
+
+
+def candidates(program, target: str) -> list[dict]:
+    """Loop recovery has no tunable parameter: one candidate (the launch comes from the spec)."""
+    if program.dialect not in ("cuda", "hip", "bang") or not program.kernels:
+        return []
+    return [{}]
