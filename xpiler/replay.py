@@ -57,39 +57,42 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
     cur_text = print_program(prog, prog.dialect)
     res = ReplayResult(False, 0, None)
     launch = dict(spec.launch)
+    verified_hashes = {e["program_hash"] for e in events if e["type"] == "test" and e.get("verified")}
+    cur_step, pre = object(), (prog, cur_text, launch)
     for ev in events:
         if ev["type"] == "parse":
             if _h(cur_text) != ev["program_hash"]:
                 raise XPError("XP4006", seq=ev["seq"], what="parse", want=ev["program_hash"], got=_h(cur_text))
         elif ev["type"] == "pass" and ev.get("applied"):
-            if _h(cur_text) != ev["in_hash"]:
+            if ev.get("step", ev["seq"]) != cur_step:   # a new step starts from the program adopted so far
+                cur_step, pre = ev.get("step", ev["seq"]), (prog, cur_text, launch)
+            pre_prog, pre_text, pre_launch = pre
+            if _h(pre_text) != ev["in_hash"]:
                 raise XPError("XP4006", seq=ev["seq"], what=f"input of {ev['name']}", want=ev["in_hash"],
-                              got=_h(cur_text))
+                              got=_h(pre_text))
             call = dict(ev["params"])
             if ev["name"] == "loop_recovery":
                 call.setdefault("launch", _launch_to_params(spec.launch, spec, params))
             if ev.get("proposer", "symbolic") != "symbolic":
+                # an LLM-proposed program: the log holds its text (the answer the model gave)
                 from .frontend import parse_text
-                answer = next((e for e in events if e["type"] == "llm_call" and e.get("seq", -1) < ev["seq"]
-                               and e.get("pass") == ev["name"]), None)
-                if answer is None:
-                    raise XPError("XP4006", seq=ev["seq"], what="LLM answer missing from the log", want="-", got="-")
-                out = parse_text(answer["program"], ev["dialect"], str(src))
+                if "program_text" not in ev:
+                    raise XPError("XP4006", seq=ev["seq"], what="LLM program missing from the log", want="-", got="-")
+                out = (parse_text(ev["program_text"], ev["dialect"], f"<llm:{ev['name']}>"), ev.get("launch") or pre_launch)
             else:
-                out = get_pass(ev["name"]).apply(prog, entry=spec.entry, **call)
-            new_prog, new_launch = out if isinstance(out, tuple) else (out, launch)
+                out = get_pass(ev["name"]).apply(pre_prog, entry=spec.entry, **call)
+            new_prog, new_launch = out if isinstance(out, tuple) else (out, pre_launch)
             new_text = print_program(new_prog, new_prog.dialect)
             if _h(new_text) != ev["out_hash"]:
                 raise XPError("XP4006", seq=ev["seq"], what=f"output of {ev['name']}", want=ev["out_hash"],
                               got=_h(new_text))
-            tested = [e for e in events if e["type"] == "test" and e["program_hash"] == ev["out_hash"]]
-            if tested and tested[-1]["verified"]:
+            if ev["out_hash"] in verified_hashes:
                 prog, cur_text, launch = new_prog, new_text, new_launch
             res.steps += 1
         elif ev["type"] == "output":
-            if _h(cur_text) != ev["program_hash"]:
+            if _h(cur_text) != ev["program_hash"] and ev.get("verified"):
                 raise XPError("XP4006", seq=ev["seq"], what="final output", want=ev["program_hash"], got=_h(cur_text))
-            res.output_hash = ev["program_hash"]
+            res.output_hash = ev["program_hash"] if ev.get("verified") else None
     res.ok = True
     if reverify:
         from .verify.tester import compare_kernels

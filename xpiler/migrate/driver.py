@@ -176,6 +176,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     work.mkdir()
 
     src_text = src.read_text()
+    resumed = None
+    if resume:
+        from ..provenance import read_log as _read_log
+        try:
+            resumed = _read_log(resume)  # read before the new log (maybe the same file) is started
+        except (OSError, ValueError) as e:
+            raise XPError("XP4007", path=resume, why=str(e), file=resume) from None
     log = ProvenanceLog(outdir / "provenance.jsonl", {
         "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
         "spec_path": str(sspec.path.resolve()) if sspec.path else None,
@@ -216,50 +223,132 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     best_failing = None  # (stage, verdict) of the latest target-dialect candidate that failed its tests
     verdict = None
     plan = pipeline or default_pipeline(sspec.dialect, to)
+
+    # --proposer llm|both: the LLM policy proposes candidates; the symbolic rewrite is one proposer
+    policy = None
+    if proposer != "symbolic":
+        from ..proposers.policy import make_policy
+        from ..proposers.protocol import FunctionProposer
+        try:
+            policy = make_policy(proposer, symbolic=FunctionProposer(lambda *a, **k: [], name="symbolic"),
+                                 llm_option=llm, log=lambda ev: log.event(ev.pop("type", "note"), **ev),
+                                 replay_log=str(resume) if resume else None)
+        except ValueError as e:
+            raise XPError("XP1205", detail=str(e)) from None
+
+    # --resume LOG: re-derive the steps an interrupted run already finished, then go on
+    done_steps = 0
+    tested: dict[str, Verdict] = {}
+    if resumed is not None:
+        rh, rev = resumed
+        if rh.get("source_sha256") != sha256_text(src_text) or rh.get("target") != to:
+            raise XPError("XP4006", seq="header", what="resumed log is for another source or target",
+                          want=str(rh.get("source_sha256"))[:16], got=sha256_text(src_text)[:16])
+        # programs the interrupted run already verified are not tested again
+        for e in rev:
+            if e["type"] == "test" and e.get("verified"):
+                tested[e["program_hash"]] = Verdict(True, e["substrate"], str(src), list(e["seeds"]),
+                                                    list(e["instances"]), e["max_abs_error"], e["max_rel_error"],
+                                                    oracle="resumed from " + str(resume))
+        done_steps = len({e.get("step") for e in rev if e["type"] == "pass" and e.get("step") is not None})
+        log.event("note", what="resume", log=str(resume), steps_done=done_steps, verified_programs=len(tested))
+
+    def run_symbolic(k, pname, pparams, cur: Stage):
+        mod = get_pass(pname)
+        call_params = dict(pparams)
+        if pname == "loop_recovery":
+            # gridDim/blockDim/taskDim of the source launch, over the kernel's parameter names
+            call_params.setdefault("launch", _launch_to_params(sspec.launch, sspec, params))
+        res = mod.apply(cur.program, entry=cur.entry, **call_params)
+        new_prog, launch = (res if isinstance(res, tuple) else (res, cur.launch))
+        new = Stage(new_prog, new_prog.dialect, cur.entry, dict(launch), cur.steps)
+        new.text = _printer(new.dialect)(new_prog)
+        return new
+
+    def try_candidate(k, pname, pparams, cur: Stage, new: Stage, who: str, text_in_log: bool):
+        log.event("pass", step=k, name=pname, params=pparams, proposer=who, applied=True, in_hash=cur.hash,
+                  out_hash=new.hash, dialect=new.dialect, launch=new.launch,
+                  **({"program_text": new.text} if text_in_log else {}))
+        if new.hash == cur.hash and new.dialect == cur.dialect:
+            return None
+        if new.hash not in tested:
+            tested[new.hash], _ = test_stage(new, f"step{k + 1}_{pname}_{who}")
+        else:
+            v = tested[new.hash]
+            log.event("test", stage=f"step{k + 1}_{pname}_{who}", program_hash=new.hash, dialect=new.dialect,
+                      substrate=v.substrate, instances=v.instances, seeds=list(v.seeds), verified=v.verified,
+                      max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, cached=True)
+        return tested[new.hash]
+
     for k, (pname, pparams) in enumerate(plan):
         if time.time() - t0 > budget:
             diags.append(XPError("XP4003", pass_name=pname, why="migration budget exhausted"))
             break
         say(f"pass {k + 1}/{len(plan)}: {pname}")
+        candidates: list[tuple[Stage, str, bool]] = []
+        sym_error = None
         try:
-            mod = get_pass(pname)
+            sym = run_symbolic(k, pname, pparams, stage)
         except ImportError as e:
             diags.append(XPError("XP4002", pass_name=pname, why=f"not available ({e})"))
             continue
-        call_params = dict(pparams)
-        if pname == "loop_recovery":
-            # gridDim/blockDim/taskDim of the source launch, over the kernel's parameter names
-            call_params.setdefault("launch", _launch_to_params(sspec.launch, sspec, params))
-        try:
-            res = mod.apply(stage.program, entry=stage.entry, **call_params)
         except PassError as e:
-            log.event("pass", name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
+            sym, sym_error = None, e
+            log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
                       why=e.why)
-            if e.code != "XP4002":
-                diags.append(e)
+        if policy is not None and k >= done_steps:
+            from ..frontend import parse_text
+            from ..proposers.protocol import PassContext
+            out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
+            ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=sspec,
+                              params=dict(pparams), parse=lambda t, d: parse_text(t, d), seed=seed)
+            try:
+                llm_cands = policy.llm.propose(pname, stage.text, out_dialect, ctx) if policy.llm else []
+            except Exception as e:  # a failing backend is a failed candidate, never a dead migration
+                log.event("note", what="llm_error", pass_name=pname, error=f"{type(e).__name__}: {e}")
+                llm_cands = []
+            for c in llm_cands:
+                try:
+                    cprog = parse_text(c.program_text, out_dialect, f"<llm:{pname}>")
+                except XPError as e:
+                    log.event("note", what="llm_candidate_rejected", pass_name=pname, code=e.code)
+                    continue
+                cst = Stage(cprog, out_dialect, stage.entry, dict(sym.launch if sym else stage.launch), stage.steps)
+                cst.text = _printer(out_dialect)(cprog)
+                candidates.append((cst, c.proposer, True))
+            if proposer == "llm":
+                candidates += [(sym, "symbolic", False)] if sym else []
+            else:
+                candidates = ([(sym, "symbolic", False)] if sym else []) + candidates
+        elif sym is not None:
+            candidates = [(sym, "symbolic", False)]
+        if not candidates:
+            if sym_error is not None and sym_error.code != "XP4002":
+                diags.append(sym_error)
             continue
-        new_prog, launch = (res if isinstance(res, tuple) else (res, stage.launch))
-        new_dialect = new_prog.dialect
-        new = Stage(new_prog, new_dialect, stage.entry, dict(launch), stage.steps)
-        new.text = _printer(new_dialect)(new_prog)
-        step = Step(pname, pparams, "symbolic", stage.hash, new.hash)
-        log.event("pass", name=pname, params=pparams, proposer="symbolic", applied=True, in_hash=stage.hash,
-                  out_hash=new.hash, dialect=new_dialect, launch=launch)
-        if new.hash == stage.hash and new.dialect == stage.dialect:
-            continue
-        v, path = test_stage(new, f"step{k + 1}_{pname}")
-        if not v.verified:
-            diags.append(XPError("XP4003", pass_name=pname, why=v.failures[0].message if v.failures else "?"))
+        adopted = False
+        for new, who, in_log in candidates:
+            v = try_candidate(k, pname, pparams, stage, new, who, in_log)
+            if v is None:
+                adopted = True  # nothing changed
+                break
+            if v.verified:
+                step = Step(pname, pparams, who, stage.hash, new.hash)
+                new.steps = stage.steps + (step,)
+                steps.append(step)
+                stage, verdict = new, v
+                if stage.dialect == to:
+                    verified_stage = stage
+                adopted = True
+                break
             verdict = verdict or v
             if new.dialect == to:
                 best_failing = (new, v)
-            continue
-        new.steps = stage.steps + (step,)
-        steps.append(step)
-        stage = new
-        verdict = v
-        if stage.dialect == to:
-            verified_stage = stage
+        if not adopted:
+            last = candidates[-1]
+            lv = tested.get(last[0].hash)
+            diags.append(XPError("XP4003", pass_name=pname,
+                                 why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
 
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
                              diagnostics=diags)
