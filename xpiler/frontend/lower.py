@@ -1,0 +1,637 @@
+"""pycparser AST (of the text the dialect layer prepared) -> the xpiler IR."""
+from __future__ import annotations
+
+import re
+
+from pycparser import c_ast, c_generator
+
+from ..ir import nodes as N
+from ..ir.intrinsics import REGISTRY, canonical_name
+from .dialect import KIND_QUALS, SCOPE_QUALS, Prepared
+from .errors import XPError, fe_error
+from .macros import macro_expr_ast
+
+SCALAR_NAMES = {
+    "float": "float32", "double": "float64", "long double": "float64",
+    "half": "float16", "__half": "float16", "_Float16": "float16", "__fp16": "float16",
+    "bfloat16": "bfloat16", "bfloat16_t": "bfloat16", "__nv_bfloat16": "bfloat16", "__bf16": "bfloat16",
+    "__hip_bfloat16": "bfloat16",
+    "int": "int32", "signed": "int32", "signed int": "int32", "int32_t": "int32",
+    "unsigned": "uint32", "unsigned int": "uint32", "uint32_t": "uint32",
+    "char": "char", "signed char": "int8", "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",
+    "short": "int16", "short int": "int16", "signed short": "int16", "int16_t": "int16",
+    "unsigned short": "uint16", "unsigned short int": "uint16", "uint16_t": "uint16",
+    "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64", "signed long": "int64",
+    "int64_t": "int64", "ptrdiff_t": "int64", "intptr_t": "int64",
+    "unsigned long": "uint64", "unsigned long int": "uint64", "unsigned long long": "uint64",
+    "unsigned long long int": "uint64", "uint64_t": "uint64", "size_t": "uint64", "uintptr_t": "uint64",
+    "bool": "bool", "_Bool": "bool", "void": "void",
+    "__mmask8": "uint8", "__mmask16": "uint16", "__mmask32": "uint32", "__mmask64": "uint64",
+}
+VECTOR_NAMES = {}
+for _base, _dt in (("float", "float32"), ("double", "float64"), ("int", "int32"), ("uint", "uint32"),
+                   ("char", "int8"), ("uchar", "uint8"), ("short", "int16"), ("longlong", "int64")):
+    for _n in (1, 2, 3, 4):
+        VECTOR_NAMES[f"{_base}{_n}"] = (_dt, _n)
+VECTOR_NAMES.update({"half2": ("float16", 2), "__half2": ("float16", 2), "__nv_bfloat162": ("bfloat16", 2)})
+
+BUILTIN_DIMS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
+BUILTIN_IDS = {"warpSize", "taskId", "taskDim", "taskIdX", "taskIdY", "taskIdZ", "taskDimX", "taskDimY",
+               "taskDimZ", "clusterId", "clusterDim", "coreId", "coreDim",
+               "hipThreadIdx_x", "hipThreadIdx_y", "hipThreadIdx_z", "hipBlockIdx_x", "hipBlockIdx_y",
+               "hipBlockIdx_z", "hipBlockDim_x", "hipBlockDim_y", "hipBlockDim_z", "hipGridDim_x",
+               "hipGridDim_y", "hipGridDim_z"}
+BARRIERS = {"__syncthreads": "block", "__syncwarp": "warp", "__sync_cluster": "cluster", "__sync_all": "all",
+            "__sync_all_ipu": "all", "__sync": "copy", "__threadfence": "fence", "__threadfence_block": "fence_block",
+            "__sync_compute": "copy", "__sync_io": "copy"}
+LOOP_PRAGMA = re.compile(r"^\s*(unroll\b|omp\b|GCC\s+unroll|GCC\s+ivdep|clang\s+loop|ivdep|nounroll|loop\b|simd\b)")
+
+
+def _scalar(dtype, spelling, const=False, volatile=False):
+    return N.Scalar(dtype, spelling, const=const, volatile=volatile)
+
+
+class Lowerer:
+    def __init__(self, prep: Prepared):
+        self.p = prep
+        self.file = prep.file
+        self.trivia = list(prep.trivia)
+        self.ti = 0
+        self.typedefs: dict = {}      # user typedef name -> IR type
+        self.gen = c_generator.CGenerator()
+        self.in_kernel_params = False
+        self.ctx_func = None
+
+    # ------------------------------------------------------------------ helpers
+    def loc(self, node):
+        c = getattr(node, "coord", None)
+        if c is None or c.line is None:
+            return None
+        col = self.p.src_col(c.line, c.column) if c.column else 0
+        return N.Loc(self.file, c.line, col)
+
+    def err(self, code, node, **kw):
+        c = getattr(node, "coord", None)
+        line = c.line if c is not None else None
+        col = self.p.src_col(c.line, c.column) if c is not None and c.column else None
+        return fe_error(code, self.file, line, col, **kw)
+
+    def claim(self, line, col=10 ** 6, *, top=False):
+        """Trivia that come before (line, col), as IR items (top level) or statements."""
+        out = []
+        while self.ti < len(self.trivia):
+            t = self.trivia[self.ti]
+            if (t.line, t.col) >= (line, col):
+                break
+            self.ti += 1
+            loc = N.Loc(self.file, t.line, t.col)
+            if t.kind == "comment":
+                out.append(N.Comment(t.text, trailing=t.trailing, loc=loc))
+            elif t.kind == "using":
+                out.append(N.Using(t.text, loc=loc) if top else N.Raw(t.text, loc=loc))
+            elif top:
+                out.append(N.Directive(t.text, t.kind, loc=loc))
+            else:
+                out.append(N.Raw(t.text, loc=loc))
+        return out
+
+    def _coord(self, node):
+        c = node.coord
+        return (c.line, c.column or 0) if c is not None else (0, 0)
+
+    # ------------------------------------------------------------------ program
+    def program(self, ast) -> N.Program:
+        items = []
+        for ext in ast.ext:
+            c = ext.coord
+            if c is None or c.file != self.file:   # the injected typedef prelude
+                continue
+            line, col = self._coord(ext if not isinstance(ext, c_ast.FuncDef) else ext.decl)
+            items.extend(self.claim(line, col, top=True))
+            try:
+                items.append(self.top_item(ext))
+            except XPError:
+                raise
+            except RecursionError:
+                raise self.err("XP1112", ext, detail="nesting too deep") from None
+            except Exception as e:  # a construct lower() does not model: report it, never a traceback
+                raise self.err("XP1112", ext, detail=f"{type(e).__name__} while reading this declaration "
+                                                      f"({e})") from None
+        items.extend(self.claim(10 ** 9, top=True))
+        return self._finish(items)
+
+    def top_item(self, ext):
+        if isinstance(ext, c_ast.FuncDef):
+            return self.funcdef(ext)
+        if isinstance(ext, c_ast.Pragma):
+            return N.Directive("#pragma " + ext.string, "pragma", loc=self.loc(ext))
+        if isinstance(ext, c_ast.Typedef):
+            return self.typedef(ext)
+        if isinstance(ext, c_ast.Decl):
+            return self.top_decl(ext)
+        return N.Raw(self.gen.visit(ext), loc=self.loc(ext))
+
+    def _finish(self, items):
+        if not any(isinstance(i, (N.Func, N.Decl, N.Typedef)) for i in items):
+            raise fe_error("XP1114", self.file, 1, 1)
+        macros = []
+        for mi in self.p.macros:
+            expr = None
+            if not mi.expanded:
+                a = macro_expr_ast(mi.body, set(self.p.typedef_names) | set(SCALAR_NAMES))
+                if a is not None:
+                    try:
+                        expr = self.expr(a)
+                    except Exception:
+                        expr = None
+            macros.append(N.Macro(mi.name, mi.params, mi.body, expr, mi.expanded, loc=N.Loc(self.file, mi.line, 1)))
+        return N.Program(self.p.dialect, tuple(items), self.file, tuple(macros))
+
+    def typedef(self, td):
+        quals = self.p.quals_for(td.coord.line, td.coord.column)
+        ty = self.type(td.type)
+        attrs = tuple(q for q in quals if q.startswith("__attribute__") or q.startswith("__align"))
+        m = next((re.search(r"ext_vector_type\s*\(\s*(\d+)\s*\)", q) for q in attrs
+                  if "ext_vector_type" in q), None)
+        if m and isinstance(ty, N.Scalar):
+            ty = N.Vector(ty, int(m.group(1)), td.name)
+        elif isinstance(ty, N.Scalar):
+            pass
+        self.typedefs[td.name] = ty
+        return N.Typedef(td.name, ty, attrs, loc=self.loc(td))
+
+    def top_decl(self, d):
+        if isinstance(d.type, c_ast.FuncDecl):
+            return self.func_from_decl(d, None)
+        if isinstance(d.type, (c_ast.Struct, c_ast.Union, c_ast.Enum)) or (
+                isinstance(d.type, c_ast.TypeDecl) and isinstance(d.type.type, (c_ast.Struct, c_ast.Union, c_ast.Enum))
+                and getattr(d.type.type, "decls", None) is not None
+                or isinstance(getattr(d.type, "type", None), c_ast.Enum)):
+            return N.Raw(self.gen.visit(d) + ";", loc=self.loc(d))
+        return self.decl(d, top=True)
+
+    # ------------------------------------------------------------------ functions
+    def funcdef(self, fd):
+        return self.func_from_decl(fd.decl, fd.body)
+
+    def func_from_decl(self, d, body):
+        quals = self.p.quals_for(d.coord.line, d.coord.column)
+        kind = "host"
+        attrs = []
+        for q in quals:
+            if q in KIND_QUALS:
+                k = KIND_QUALS[q]
+                if k == "kernel" or (k == "device" and kind != "kernel"):
+                    kind = k
+                if q in ("__host__", "__mlu_entry__"):
+                    attrs.append(q)
+            elif q in SCOPE_QUALS:
+                raise self.err("XP1112", d, detail=f"memory qualifier {q} on function {d.name}")
+            else:
+                attrs.append(q)
+        if "__host__" in attrs and kind == "host":
+            attrs.remove("__host__")
+        for s in d.storage:
+            attrs.append(s)
+        for s in d.funcspec:
+            if s not in attrs:
+                attrs.append(s)
+        if self.p.dialect == "c" and kind == "host" and body is not None:
+            kind = "device" if "static" in attrs else "kernel"
+        fdecl = d.type
+        ret = self.type(fdecl.type)
+        params = []
+        self.ctx_func = kind
+        if fdecl.args is not None:
+            for pd in fdecl.args.params:
+                if isinstance(pd, c_ast.ID):
+                    raise self.err("XP1112", pd, detail=f"old-style parameter '{pd.name}' without a type")
+                if isinstance(pd, c_ast.EllipsisParam):
+                    params.append(N.Param("...", N.Named("..."), loc=self.loc(pd)))
+                    continue
+                if isinstance(pd, c_ast.Typename):
+                    t = self.type(pd.type)
+                    if isinstance(t, N.Scalar) and t.dtype == "void":
+                        continue
+                    params.append(N.Param("", t, loc=self.loc(pd)))
+                    continue
+                t = self.type(pd.type)
+                if kind == "kernel" and isinstance(t, N.Pointer) and self.p.dialect != "c":
+                    t = t.with_(scope="global")
+                params.append(N.Param(pd.name or "", t, loc=self.loc(pd)))
+        b = self.block(body) if body is not None else None
+        self.ctx_func = None
+        return N.Func(d.name, tuple(params), ret, b, kind, tuple(attrs), loc=self.loc(d))
+
+    # ------------------------------------------------------------------ types
+    def type(self, t, quals=()):
+        if isinstance(t, c_ast.TypeDecl):
+            return self.type(t.type, tuple(t.quals) + tuple(quals))
+        if isinstance(t, c_ast.Typename):
+            return self.type(t.type, tuple(t.quals) + tuple(quals))
+        if isinstance(t, c_ast.IdentifierType):
+            name = " ".join(t.names)
+            const = "const" in quals
+            vol = "volatile" in quals
+            if name in self.p.frags:
+                f = self.p.frags[name]
+                elem = self.type_from_name(f.elem)
+                return N.Fragment(f.kind, self.size_expr(f.m), self.size_expr(f.n), self.size_expr(f.k), elem,
+                                  f.layout, loc=self.loc(t))
+            return self.type_from_name(name, const, vol)
+        if isinstance(t, c_ast.PtrDecl):
+            elem = self.type(t.type)
+            return N.Pointer(elem, None, const="const" in t.quals, restrict="restrict" in t.quals)
+        if isinstance(t, c_ast.ArrayDecl):
+            dims = []
+            cur = t
+            while isinstance(cur, c_ast.ArrayDecl):
+                dims.append(self.expr(cur.dim) if cur.dim is not None else None)
+                cur = cur.type
+            return N.Array(self.type(cur), tuple(dims))
+        if isinstance(t, (c_ast.Struct, c_ast.Union, c_ast.Enum)):
+            kw = {c_ast.Struct: "struct", c_ast.Union: "union", c_ast.Enum: "enum"}[type(t)]
+            return N.Named(f"{kw} {t.name}", const="const" in quals)
+        if isinstance(t, c_ast.FuncDecl):
+            ps = tuple(self.type(p.type) for p in (t.args.params if t.args else ())
+                       if not isinstance(p, (c_ast.EllipsisParam, c_ast.ID)))
+            return N.FuncType(self.type(t.type), ps)
+        raise self.err("XP1112", t, detail=type(t).__name__)
+
+    def type_from_name(self, name, const=False, vol=False):
+        name = name.strip()
+        if name in self.typedefs:
+            target = self.typedefs[name]
+            if isinstance(target, N.Vector):
+                return target.with_(const=const)
+            return N.Named(name, target, const=const)
+        if name in SCALAR_NAMES:
+            return _scalar(SCALAR_NAMES[name], name, const, vol)
+        if name in VECTOR_NAMES:
+            dt, n = VECTOR_NAMES[name]
+            return N.Vector(N.Scalar(dt, dt), n, name, const=const)
+        return N.Named(name, None, const=const)
+
+    def size_expr(self, s):
+        s = s.strip()
+        if re.fullmatch(r"\d+", s):
+            return N.Const(int(s), "int32", s)
+        return N.Var(s)
+
+    # ------------------------------------------------------------------ declarations
+    def decl(self, d, top=False):
+        quals = self.p.quals_for(d.coord.line, d.coord.column)
+        scope = "global" if top else "local"
+        if top and self.p.dialect == "c":
+            scope = "host"
+        storage = [s for s in d.storage]
+        attrs = []
+        for q in quals:
+            if q in SCOPE_QUALS:
+                scope = SCOPE_QUALS[q]
+            elif q in KIND_QUALS:
+                if q == "__device__" and top:
+                    scope = "global"
+                attrs.append(q) if q not in ("__device__",) else None
+            elif q == "constexpr":
+                storage.append("constexpr")
+            elif q == "extern_c":
+                if top:
+                    storage.append("extern_c")
+            else:
+                attrs.append(q)
+        if top and scope == "global" and not any(q in ("__device__", "__managed__") for q in quals) \
+                and self.p.dialect in ("cuda", "hip"):
+            scope = "host"
+        if top and self.p.dialect == "bang" and scope == "global" and "__device__" not in quals:
+            scope = "host"
+        ty = self.type(d.type)
+        init = None
+        ctor = False
+        if d.init is not None:
+            if isinstance(d.init, c_ast.FuncCall) and isinstance(d.init.name, c_ast.ID) \
+                    and d.init.name.name.startswith("__xp_ctor_") and self._ctor_decl(d):
+                ctor = True
+            init = self.expr(d.init)
+        return N.Decl(d.name, ty, init, scope, tuple(storage), tuple(attrs), ctor, loc=self.loc(d))
+
+    def _ctor_decl(self, d):
+        # the dialect layer wrote "name = __xp_ctor_T(" for a `T name(args)` declaration
+        k = self.p.tok_index(d.coord.line, d.coord.column)
+        return k is not None and "__xp_ctor_" in (self.p.toks[k].out or "")
+
+    # ------------------------------------------------------------------ statements
+    def block(self, comp) -> N.Block:
+        stmts = []
+        items = list(comp.block_items or [])
+        pend = []
+        for it in items:
+            line, col = self._coord(it)
+            claimed = self.claim(line, col)
+            if claimed and pend:
+                stmts.extend(pend)
+                pend = []
+            stmts.extend(claimed)
+            if isinstance(it, c_ast.Pragma):
+                if LOOP_PRAGMA.match(it.string or ""):
+                    pend.append(N.Pragma(it.string.strip(), loc=self.loc(it)))
+                else:
+                    stmts.append(N.Pragma(it.string.strip(), loc=self.loc(it)))
+                continue
+            lowered = self.stmt(it)
+            if pend:
+                if len(lowered) == 1 and isinstance(lowered[0], (N.For, N.CFor)):
+                    lowered = [self._attach_pragmas(lowered[0], pend)]
+                else:
+                    stmts.extend(pend)
+                pend = []
+            stmts.extend(lowered)
+        stmts.extend(pend)
+        close = self.p.brace_close.get((comp.coord.line, comp.coord.column)) if comp.coord else None
+        if close is not None:
+            stmts.extend(self.claim(close, 0))
+        return N.Block(tuple(stmts), loc=self.loc(comp))
+
+    def _attach_pragmas(self, loop, pragmas):
+        texts = tuple(p.text for p in pragmas)
+        if isinstance(loop, N.For):
+            binding = loop.binding
+            if any(re.match(r"omp\s+(parallel\s+for|for|parallel\s+for\s+simd)\b", t) for t in texts):
+                binding = "omp"
+            return loop.with_(pragmas=texts + loop.pragmas, binding=binding)
+        return loop.with_(pragmas=texts + loop.pragmas)
+
+    def body(self, node) -> N.Block:
+        """A loop body, always as a Block."""
+        if isinstance(node, c_ast.Compound):
+            return self.block(node)
+        line, col = self._coord(node)
+        claimed = self.claim(line, col)
+        stmts = self.stmt(node)
+        # a comment at the end of the (single-line) body belongs inside the braces we add
+        while self.ti < len(self.trivia) and self.trivia[self.ti].trailing and \
+                self.trivia[self.ti].kind == "comment" and self.trivia[self.ti].line == line:
+            stmts = stmts + self.claim(line + 1, 0)[:1]
+        loc = self.loc(node)
+        # col 0 marks a block the source did not brace (the printer's blank-line logic uses it)
+        return N.Block(tuple(claimed) + tuple(stmts), loc=N.Loc(loc.file, loc.line, 0) if loc else None)
+
+    def branch(self, node):
+        if node is None:
+            return None
+        if isinstance(node, c_ast.Compound):
+            return self.block(node)
+        line, col = self._coord(node)
+        claimed = self.claim(line, col)
+        s = self.stmt(node)
+        if claimed or len(s) != 1:
+            return N.Block(tuple(claimed) + tuple(s), loc=self.loc(node))
+        return s[0]
+
+    def stmt(self, s) -> list:
+        loc = self.loc(s)
+        if isinstance(s, c_ast.Decl):
+            if isinstance(s.type, c_ast.FuncDecl):
+                return [self.func_from_decl(s, None)]
+            return [self.decl(s)]
+        if isinstance(s, c_ast.DeclList):
+            return [self.decl(d) for d in s.decls]
+        if isinstance(s, c_ast.Typedef):
+            return [N.Raw(self.gen.visit(s) + ";", loc=loc)]
+        if isinstance(s, c_ast.Assignment):
+            return [N.Assign(self.expr(s.lvalue), s.op, self.expr(s.rvalue), loc=loc)]
+        if isinstance(s, c_ast.FuncCall):
+            x = self.call_stmt(s)
+            if x is not None:
+                return [x]
+            return [N.ExprStmt(self.expr(s), loc=loc)]
+        if isinstance(s, c_ast.Compound):
+            return [self.block(s)]
+        if isinstance(s, c_ast.For):
+            return [self.for_(s)]
+        if isinstance(s, c_ast.While):
+            return [N.While(self.expr(s.cond), self.branch(s.stmt), loc=loc)]
+        if isinstance(s, c_ast.DoWhile):
+            return [N.While(self.expr(s.cond), self.branch(s.stmt), do=True, loc=loc)]
+        if isinstance(s, c_ast.If):
+            return [N.If(self.expr(s.cond), self.branch(s.iftrue), self.branch(s.iffalse), loc=loc)]
+        if isinstance(s, c_ast.Return):
+            return [N.Return(self.expr(s.expr) if s.expr is not None else None, loc=loc)]
+        if isinstance(s, c_ast.Break):
+            return [N.Break(loc=loc)]
+        if isinstance(s, c_ast.Continue):
+            return [N.Continue(loc=loc)]
+        if isinstance(s, c_ast.EmptyStatement):
+            return []
+        if isinstance(s, c_ast.Pragma):
+            return [N.Pragma(s.string.strip(), loc=loc)]
+        if isinstance(s, (c_ast.Switch, c_ast.Label, c_ast.Goto, c_ast.Case, c_ast.Default)):
+            return [N.Raw(self._raw(s), loc=loc)]
+        if isinstance(s, c_ast.Node) and hasattr(s, "coord"):
+            return [N.ExprStmt(self.expr(s), loc=loc)]
+        raise self.err("XP1112", s, detail=type(s).__name__)
+
+    def _raw(self, s):
+        text = self.gen.visit(s)
+        text = re.sub(r"__xpw_(\w+)", r"wmma::\1", text)
+        text = re.sub(r"__xp_ctor_(\w+)", r"\1", text)
+        return text.rstrip()
+
+    def call_stmt(self, s):
+        loc = self.loc(s)
+        fn = s.name
+        args = list(s.args.exprs) if s.args is not None else []
+        # k<<<cfg>>>(args), prepared as k(cfg)(args)
+        if isinstance(fn, c_ast.FuncCall) and isinstance(fn.name, c_ast.ID) and \
+                self.p.is_launch(fn.name.coord.line, fn.name.coord.column):
+            cfg = [self.expr(a) for a in (fn.args.exprs if fn.args else [])]
+            if len(cfg) < 2:
+                raise self.err("XP1111", fn, detail="a launch needs at least grid and block")
+            if self.p.dialect == "bang":
+                if len(cfg) != 3:
+                    raise self.err("XP1111", fn, detail="a BANG launch is <<<dim, func_type, queue>>>")
+                return N.Launch(fn.name.name, cfg[0], cfg[1], None, cfg[2],
+                                tuple(self.expr(a) for a in args), loc=loc)
+            return N.Launch(fn.name.name, cfg[0], cfg[1], cfg[2] if len(cfg) > 2 else None,
+                            cfg[3] if len(cfg) > 3 else None, tuple(self.expr(a) for a in args), loc=loc)
+        if isinstance(fn, c_ast.ID):
+            name = fn.name
+            if name in BARRIERS:
+                return N.Barrier(BARRIERS[name], tuple(self.expr(a) for a in args), loc=loc)
+            if name == "hipLaunchKernelGGL":
+                if len(args) < 5:
+                    raise self.err("XP1111", s, detail="hipLaunchKernelGGL needs kernel, grid, block, shmem, stream")
+                k = args[0]
+                if isinstance(k, c_ast.FuncCall) and isinstance(k.name, c_ast.ID) and k.args:
+                    k = k.args.exprs[0]   # HIP_KERNEL_NAME(k)
+                if not isinstance(k, c_ast.ID):
+                    raise self.err("XP1111", s, detail="kernel must be a name")
+                return N.Launch(k.name, self.expr(args[1]), self.expr(args[2]), self.expr(args[3]),
+                                self.expr(args[4]), tuple(self.expr(a) for a in args[5:]), style="ggl", loc=loc)
+        return None
+
+    def for_(self, s):
+        loc = self.loc(s)
+        body = self.body(s.stmt)
+        canon = self._canonical(s, body)
+        if canon is not None:
+            return canon
+        init = None
+        if s.init is not None:
+            if isinstance(s.init, c_ast.DeclList):
+                ds = [self.decl(d) for d in s.init.decls]
+                init = ds[0] if len(ds) == 1 else N.Block(tuple(ds))
+            else:
+                init = N.ExprStmt(self.expr(s.init))
+        return N.CFor(init, self.expr(s.cond) if s.cond is not None else None,
+                      self.expr(s.next) if s.next is not None else None, body, loc=loc)
+
+    def _canonical(self, s, body):
+        var = lo = vtype = None
+        if isinstance(s.init, c_ast.DeclList) and len(s.init.decls) == 1:
+            d = s.init.decls[0]
+            if d.init is None or not isinstance(d.type, c_ast.TypeDecl):
+                return None
+            vtype = self.type(d.type)
+            if not (isinstance(vtype, N.Scalar) and vtype.dtype.startswith(("int", "uint"))) or vtype.const:
+                return None
+            var, lo = d.name, self.expr(d.init)
+        elif isinstance(s.init, c_ast.Assignment) and s.init.op == "=" and isinstance(s.init.lvalue, c_ast.ID):
+            var, lo = s.init.lvalue.name, self.expr(s.init.rvalue)
+        else:
+            return None
+        c = s.cond
+        if not isinstance(c, c_ast.BinaryOp):
+            return None
+        if c.op in ("<", "<=") and isinstance(c.left, c_ast.ID) and c.left.name == var:
+            hi, cmp = self.expr(c.right), c.op
+        elif c.op in (">", ">=") and isinstance(c.right, c_ast.ID) and c.right.name == var:
+            hi, cmp = self.expr(c.left), "<" if c.op == ">" else "<="
+        else:
+            return None
+        if cmp == "<=":
+            hi = N.BinOp("+", hi, N.Const(1, "int32", "1"))
+        nx = s.next
+        step = None
+        if isinstance(nx, c_ast.UnaryOp) and nx.op in ("p++", "++") and isinstance(nx.expr, c_ast.ID) \
+                and nx.expr.name == var:
+            step = N.Const(1, "int32", "1")
+        elif isinstance(nx, c_ast.Assignment) and isinstance(nx.lvalue, c_ast.ID) and nx.lvalue.name == var:
+            if nx.op == "+=":
+                step = self.expr(nx.rvalue)
+            elif nx.op == "=" and isinstance(nx.rvalue, c_ast.BinaryOp) and nx.rvalue.op == "+" and \
+                    isinstance(nx.rvalue.left, c_ast.ID) and nx.rvalue.left.name == var:
+                step = self.expr(nx.rvalue.right)
+        if step is None:
+            return None
+        if isinstance(step, N.Const) and not (isinstance(step.value, int) and step.value > 0):
+            return None
+        from ..ir.visit import walk
+        for n in walk(body):
+            tgt = None
+            if isinstance(n, (N.Assign, N.AssignExpr)):
+                tgt = n.target
+            elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
+                tgt = n.operand
+            elif isinstance(n, N.UnOp) and n.op == "&":
+                tgt = n.operand
+            elif isinstance(n, N.Decl) and n.name == var:
+                return None
+            if isinstance(tgt, N.Var) and tgt.name == var:
+                return None
+        if any(isinstance(n, N.Var) and n.name == var for n in walk(hi)) or \
+                any(isinstance(n, N.Var) and n.name == var for n in walk(step)):
+            return None
+        return N.For(var, lo, hi, step, body, None, vtype, (), cmp, loc=self.loc(s))
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e):
+        loc = self.loc(e)
+        if isinstance(e, c_ast.Constant):
+            return self.const(e, loc)
+        if isinstance(e, c_ast.ID):
+            n = e.name
+            if n in ("true", "false"):
+                return N.Const(n == "true", "bool", n, loc=loc)
+            if n == "nullptr":
+                return N.Const(None, "void", "nullptr", loc=loc)
+            if n in BUILTIN_IDS:
+                if n.startswith("hip"):
+                    m = re.match(r"hip(Thread|Block)(Idx|Dim)_([xyz])|hipGridDim_([xyz])", n)
+                    if m and m.group(1):
+                        return N.Builtin(f"{m.group(1).lower()}{m.group(2)}.{m.group(3)}", loc=loc)
+                    if m:
+                        return N.Builtin(f"gridDim.{m.group(4)}", loc=loc)
+                return N.Builtin(n, loc=loc)
+            if n.startswith("__xpw_"):
+                return N.Var("wmma::" + n[6:], loc=loc)
+            return N.Var(n, loc=loc)
+        if isinstance(e, c_ast.BinaryOp):
+            return N.BinOp(e.op, self.expr(e.left), self.expr(e.right), loc=loc)
+        if isinstance(e, c_ast.UnaryOp):
+            if e.op == "sizeof":
+                arg = self.type(e.expr.type) if isinstance(e.expr, c_ast.Typename) else self.expr(e.expr)
+                return N.SizeOf(arg, loc=loc)
+            return N.UnOp(e.op, self.expr(e.expr), loc=loc)
+        if isinstance(e, c_ast.TernaryOp):
+            return N.Cond(self.expr(e.cond), self.expr(e.iftrue), self.expr(e.iffalse), loc=loc)
+        if isinstance(e, c_ast.ArrayRef):
+            return N.Index(self.expr(e.name), self.expr(e.subscript), loc=loc)
+        if isinstance(e, c_ast.StructRef):
+            if e.type == "." and isinstance(e.name, c_ast.ID) and e.name.name in BUILTIN_DIMS \
+                    and e.field.name in ("x", "y", "z"):
+                return N.Builtin(f"{e.name.name}.{e.field.name}", loc=loc)
+            return N.Member(self.expr(e.name), e.field.name, e.type == "->", loc=loc)
+        if isinstance(e, c_ast.FuncCall):
+            args = tuple(self.expr(a) for a in (e.args.exprs if e.args is not None else []))
+            if isinstance(e.name, c_ast.ID):
+                name = e.name.name
+                if name.startswith("__xp_ctor_"):
+                    return N.Call(name[len("__xp_ctor_"):], args, loc=loc)
+                if name.startswith("__xpw_"):
+                    name = "wmma::" + name[6:]
+                key = canonical_name(name, self.p.dialect)
+                if key is not None:
+                    return N.Intrinsic(key, args, loc=loc)
+                return N.Call(name, args, loc=loc)
+            return N.Call(self.expr(e.name), args, loc=loc)
+        if isinstance(e, c_ast.Cast):
+            return N.Cast(self.type(e.to_type), self.expr(e.expr), loc=loc)
+        if isinstance(e, c_ast.InitList):
+            return N.InitList(tuple(self.expr(x) for x in e.exprs), loc=loc)
+        if isinstance(e, c_ast.CompoundLiteral):
+            return N.CompoundLit(self.type(e.type), self.expr(e.init), loc=loc)
+        if isinstance(e, c_ast.Assignment):
+            return N.AssignExpr(e.op, self.expr(e.lvalue), self.expr(e.rvalue), loc=loc)
+        if isinstance(e, c_ast.ExprList):
+            return N.Comma(tuple(self.expr(x) for x in e.exprs), loc=loc)
+        if isinstance(e, c_ast.Typename):
+            return N.SizeOf(self.type(e.type), loc=loc)
+        raise self.err("XP1112", e, detail=f"expression {type(e).__name__}")
+
+    def const(self, e, loc):
+        v = e.value
+        if e.type == "string":
+            return N.Const(v, "str", v, loc=loc)
+        if e.type == "char":
+            return N.Const(v, "char", v, loc=loc)
+        low = v.lower()
+        is_hex = low.startswith("0x")
+        if e.type in ("float", "double", "long double") or (not is_hex and ("." in low or "e" in low)) \
+                or (is_hex and "p" in low):
+            s = low.rstrip("fl")
+            try:
+                val = float.fromhex(s) if is_hex else float(s)
+            except ValueError:
+                val = float("nan")
+            dt = "float32" if low.endswith("f") else "float64"
+            return N.Const(val, dt, v, loc=loc)
+        s = low.rstrip("ul")
+        try:
+            val = int(s, 0) if not (len(s) > 1 and s.startswith("0") and s[1].isdigit()) else int(s, 8)
+        except ValueError:
+            val = 0
+        suf = low[len(s):]
+        dt = ("uint64" if "l" in suf else "uint32") if "u" in suf else ("int64" if "l" in suf or val > 2**31 - 1
+                                                                         else "int32")
+        return N.Const(val, dt, v, loc=loc)

@@ -1,0 +1,379 @@
+"""Affine access functions.
+
+``to_affine(expr, ctx)`` turns an index expression into ``Affine`` (integer coefficients over
+symbols: loop variables, parameters, builtins like ``threadIdx.x``, plus a constant) or None
+when it is not affine.  Macros (#define N 64, IDX(i, j)) and single-assignment locals
+(``const int r = row0 + i / BK``) are substituted first.  ``accesses(func)`` lists every
+buffer access with its affine index per dimension, its read/write mode and its enclosing
+loops; intrinsic calls contribute the accesses their registry effects declare.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import nodes as N
+from .intrinsics import REGISTRY
+from .visit import walk
+
+INT_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
+
+
+@dataclass(frozen=True)
+class Affine:
+    """Integer polynomial over symbols, kept as (monomial, coeff) pairs.  A monomial is a
+    '*'-joined sorted tuple of symbol names ('i', 'K*i').  Products of a loop variable with a
+    size parameter (row * cols + c) are common in kernels; ``affine_in(loopvars)`` says whether
+    every monomial holds at most one loop variable (linear in the loops, parametric in sizes)."""
+    coeffs: tuple          # sorted ((monomial, int coeff), ...), no zero coefficients
+    const: int = 0
+
+    @staticmethod
+    def of(coeffs: dict, const: int = 0) -> "Affine":
+        return Affine(tuple(sorted((k, v) for k, v in coeffs.items() if v != 0)), const)
+
+    @property
+    def cdict(self) -> dict:
+        return dict(self.coeffs)
+
+    def symbols(self) -> set:
+        return {x for k, _ in self.coeffs for x in k.split("*")}
+
+    def __add__(self, o):
+        if isinstance(o, int):
+            o = Affine.of({}, o)
+        elif not isinstance(o, Affine):
+            return NotImplemented
+        d = self.cdict
+        for k, v in o.coeffs:
+            d[k] = d.get(k, 0) + v
+        return Affine.of(d, self.const + o.const)
+
+    def scale(self, c: int):
+        return Affine.of({k: v * c for k, v in self.coeffs}, self.const * c)
+
+    def mul(self, o) -> Optional["Affine"]:
+        if self.is_const():
+            return o.scale(self.const)
+        if o.is_const():
+            return self.scale(o.const)
+        terms: dict = {}
+        a = list(self.coeffs) + ([("", self.const)] if self.const else [])
+        b = list(o.coeffs) + ([("", o.const)] if o.const else [])
+        const = 0
+        for ka, va in a:
+            for kb, vb in b:
+                syms = sorted([x for x in (ka.split("*") if ka else []) + (kb.split("*") if kb else [])])
+                if len(syms) > 3:
+                    return None
+                key = "*".join(syms)
+                if key:
+                    terms[key] = terms.get(key, 0) + va * vb
+                else:
+                    const += va * vb
+        return Affine.of(terms, const)
+
+    def __sub__(self, o):
+        return self + (o if isinstance(o, Affine) else Affine.of({}, o)).scale(-1)
+
+    def __mul__(self, o):
+        if not isinstance(o, Affine):
+            if not isinstance(o, int):
+                return NotImplemented
+            o = Affine.of({}, o)
+        return self.mul(o)
+
+    __rmul__ = __mul__
+
+    def __radd__(self, o):
+        return self + Affine.of({}, o)
+
+    def is_const(self):
+        return not self.coeffs
+
+    def coeff(self, sym) -> int:
+        return self.cdict.get(sym, 0)
+
+    def affine_in(self, loopvars) -> bool:
+        return all(sum(x in loopvars for x in k.split("*")) <= 1 for k, _ in self.coeffs)
+
+    def eval(self, env: dict) -> int:
+        total = self.const
+        for k, v in self.coeffs:
+            t = v
+            for x in k.split("*"):
+                t *= env[x]
+            total += t
+        return total
+
+    def __str__(self):
+        parts = [f"{v}*{k}" if v != 1 else k for k, v in self.coeffs]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+
+@dataclass
+class Context:
+    """What substitution may use: macros (name -> Macro) and let-bound locals (name -> Expr)."""
+    macros: dict = field(default_factory=dict)
+    lets: dict = field(default_factory=dict)
+    depth: int = 0
+
+
+def context_for(program: Optional[N.Program], func: Optional[N.Func] = None) -> Context:
+    ctx = Context(program.macro_table() if program is not None else {})
+    if func is not None:
+        ctx.lets = let_bindings(func)
+    return ctx
+
+
+def let_bindings(func) -> dict:
+    """Locals declared with an initializer and never assigned again (safe to substitute)."""
+    assigned, decls, count = set(), {}, {}
+    for n in walk(func):
+        if isinstance(n, N.Decl):
+            count[n.name] = count.get(n.name, 0) + 1
+            if n.init is not None and isinstance(n.type, (N.Scalar, N.Pointer)):
+                decls[n.name] = n.init
+        elif isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var):
+            assigned.add(n.target.name)
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.operand, N.Var):
+            assigned.add(n.operand.name)
+        elif isinstance(n, N.For):
+            assigned.add(n.var)
+        elif isinstance(n, N.CFor):
+            for m in walk(n.init) if n.init is not None else ():
+                if isinstance(m, N.Decl):
+                    assigned.add(m.name)
+    return {k: v for k, v in decls.items() if k not in assigned and count.get(k) == 1}
+
+
+def to_affine(e, ctx: Optional[Context] = None) -> Optional[Affine]:
+    ctx = ctx or Context()
+    if ctx.depth > 24:
+        return None
+    if isinstance(e, N.Const):
+        if isinstance(e.value, bool) or not isinstance(e.value, int):
+            return None
+        return Affine.of({}, e.value)
+    if isinstance(e, N.Var):
+        m = ctx.macros.get(e.name)
+        if m is not None and m.params is None and m.expr is not None:
+            return _sub(m.expr, ctx)
+        if e.name in ctx.lets:
+            r = _sub(ctx.lets[e.name], ctx)
+            if r is not None:
+                return r
+        return Affine.of({e.name: 1})
+    if isinstance(e, N.Builtin):
+        return Affine.of({e.name: 1})
+    if isinstance(e, N.Cast):
+        if isinstance(e.type, N.Scalar) and e.type.dtype in INT_DTYPES:
+            return to_affine(e.expr, ctx)
+        return None
+    if isinstance(e, N.UnOp):
+        if e.op == "-":
+            a = to_affine(e.operand, ctx)
+            return a.scale(-1) if a is not None else None
+        if e.op == "+":
+            return to_affine(e.operand, ctx)
+        return None
+    if isinstance(e, N.BinOp):
+        a, b = to_affine(e.lhs, ctx), to_affine(e.rhs, ctx)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a.mul(b)
+        if e.op in ("/", "%", "<<", ">>") and a.is_const() and b.is_const():
+            x, y = a.const, b.const
+            if e.op == "/" and y != 0:
+                q = abs(x) // abs(y)
+                return Affine.of({}, q if (x >= 0) == (y > 0) else -q)
+            if e.op == "%" and y != 0:
+                return Affine.of({}, x - y * int(x / y))
+            if e.op == "<<":
+                return Affine.of({}, x << y)
+            if e.op == ">>":
+                return Affine.of({}, x >> y)
+        if e.op == "<<" and b.is_const():
+            return a.scale(1 << b.const)
+        return None
+    if isinstance(e, N.Call) and isinstance(e.func, str):
+        m = ctx.macros.get(e.func)
+        if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args):
+            from .visit import substitute
+            return _sub(substitute(m.expr, dict(zip(m.params, e.args))), ctx)
+    return None
+
+
+def _sub(e, ctx):
+    inner = Context(ctx.macros, ctx.lets, ctx.depth + 1)
+    return to_affine(e, inner)
+
+
+# ------------------------------------------------------------------------------ accesses
+@dataclass
+class Access:
+    buffer: str
+    indices: tuple            # Affine | None per dimension (one for flat pointers)
+    mode: str                 # r | w | rw
+    stmt: object              # the statement holding it
+    loops: tuple              # enclosing For nodes, outermost first
+    exprs: tuple = ()         # the index expressions as written
+    extent: Optional[object] = None  # for intrinsic effects: element/byte count (Expr or int)
+
+    @property
+    def affine(self) -> bool:
+        return all(i is not None for i in self.indices)
+
+
+def _index_chain(e):
+    idx = []
+    while isinstance(e, N.Index):
+        idx.append(e.index)
+        e = e.base
+    if isinstance(e, N.Var):
+        return e.name, tuple(reversed(idx))
+    return None, ()
+
+
+def _resolve(buf, idx, ctx):
+    """Follow a let-bound pointer alias (float* c = C + i * N; c[j]) to its base buffer."""
+    for _ in range(8):
+        init = ctx.lets.get(buf)
+        if init is None or len(idx) != 1:
+            break
+        base, off = _ptr_base_raw(init)
+        if base is None:
+            break
+        idx = (N.BinOp("+", off, idx[0]),)
+        buf = base
+    return buf, idx
+
+
+def _ptr_base_raw(e):
+    if isinstance(e, N.Cast):
+        return _ptr_base_raw(e.expr)
+    if isinstance(e, N.Var):
+        return e.name, N.Const(0, "int32", "0")
+    if isinstance(e, N.UnOp) and e.op == "&" and isinstance(e.operand, N.Index) and isinstance(e.operand.base, N.Var):
+        return e.operand.base.name, e.operand.index
+    if isinstance(e, N.BinOp) and e.op == "+":
+        b, off = _ptr_base_raw(e.lhs)
+        if b is not None:
+            return b, N.BinOp("+", off, e.rhs)
+    return None, None
+
+
+def _ptr_base(e, ctx):
+    """p + off / &p[off] / p -> (p, affine off)."""
+    if isinstance(e, N.Cast):
+        return _ptr_base(e.expr, ctx)
+    if isinstance(e, N.Var):
+        if e.name in ctx.lets and isinstance(ctx.lets[e.name], (N.BinOp, N.Var, N.Cast, N.UnOp)):
+            b, off = _ptr_base_raw(ctx.lets[e.name])
+            if b is not None and b != e.name:
+                return b, to_affine(off, ctx)
+        return e.name, Affine.of({}, 0)
+    if isinstance(e, N.UnOp) and e.op == "&" and isinstance(e.operand, N.Index):
+        b, idx = _index_chain(e.operand)
+        if b is not None and len(idx) == 1:
+            return b, to_affine(idx[0], ctx)
+    if isinstance(e, N.BinOp) and e.op in ("+", "-"):
+        b, off = _ptr_base(e.lhs, ctx)
+        if b is not None:
+            o = to_affine(e.rhs, ctx)
+            if o is None or off is None:
+                return b, None
+            return b, off + (o if e.op == "+" else o.scale(-1))
+    return None, None
+
+
+def accesses(node, ctx: Optional[Context] = None) -> list:
+    """Every buffer access under ``node`` (a Func, Block or statement)."""
+    ctx = ctx or Context()
+    out: list = []
+    _acc_stmt(node, ctx, (), out)
+    return out
+
+
+def _acc_stmt(s, ctx, loops, out):
+    if isinstance(s, N.Func):
+        if s.body is not None:
+            _acc_stmt(s.body, ctx, loops, out)
+        return
+    if isinstance(s, N.Block):
+        for x in s.stmts:
+            _acc_stmt(x, ctx, loops, out)
+        return
+    if isinstance(s, N.For):
+        for e in (s.lo, s.hi, s.step):
+            _acc_expr(e, ctx, loops, out, s, "r")
+        _acc_stmt(s.body, ctx, loops + (s,), out)
+        return
+    if isinstance(s, N.Assign):
+        mode = "w" if s.op == "=" else "rw"
+        b, idx = _index_chain(s.target)
+        if b is not None and idx:
+            for i in idx:
+                _acc_expr(i, ctx, loops, out, s, "r")
+            b, idx = _resolve(b, idx, ctx)
+            out.append(Access(b, tuple(to_affine(i, ctx) for i in idx), mode, s, loops, idx))
+            idx = ()
+            for i in idx:
+                _acc_expr(i, ctx, loops, out, s, "r")
+        elif isinstance(s.target, N.UnOp) and s.target.op == "*":
+            b, off = _ptr_base(s.target.operand, ctx)
+            if b is not None:
+                out.append(Access(b, (off,), mode, s, loops, (s.target.operand,)))
+        else:
+            _acc_expr(s.target, ctx, loops, out, s, "r", lvalue=True)
+        _acc_expr(s.value, ctx, loops, out, s, "r")
+        return
+    for c in s.children() if isinstance(s, N.Node) else ():
+        if isinstance(c, N.Stmt):
+            _acc_stmt(c, ctx, loops, out)
+        elif isinstance(c, N.Expr):
+            _acc_expr(c, ctx, loops, out, s, "r")
+
+
+def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
+    if isinstance(e, N.Index):
+        b, idx = _index_chain(e)
+        if b is not None:
+            for i in idx:
+                _acc_expr(i, ctx, loops, out, stmt, "r")
+            if not lvalue:
+                b, idx = _resolve(b, idx, ctx)
+                out.append(Access(b, tuple(to_affine(i, ctx) for i in idx), "r", stmt, loops, idx))
+            return
+    if isinstance(e, N.Intrinsic):
+        d = REGISTRY.get(e.name)
+        names = [a.name for a in d.args] if d else []
+        for eff in (d.effects if d else ()):
+            if eff.arg in names and names.index(eff.arg) < len(e.args):
+                arg = e.args[names.index(eff.arg)]
+                b, off = _ptr_base(arg, ctx)
+                if b is not None:
+                    env = {n: (e.args[i] if i < len(e.args) else None) for i, n in enumerate(names)}
+                    out.append(Access(b, (off,), eff.mode, stmt, loops, (arg,), extent=(eff.extent, env, eff.unit)))
+    if isinstance(e, N.AssignExpr):
+        b, idx = _index_chain(e.target)
+        if b is not None and idx:
+            b, idx = _resolve(b, idx, ctx)
+            out.append(Access(b, tuple(to_affine(i, ctx) for i in idx), "w", stmt, loops, idx))
+        _acc_expr(e.value, ctx, loops, out, stmt, "r")
+        return
+    if isinstance(e, N.UnOp) and e.op == "*" and not lvalue:
+        b, off = _ptr_base(e.operand, ctx)
+        if b is not None:
+            out.append(Access(b, (off,), "r", stmt, loops, (e.operand,)))
+    if isinstance(e, N.Node):
+        for c in e.children():
+            if isinstance(c, N.Expr):
+                _acc_expr(c, ctx, loops, out, stmt, "r")

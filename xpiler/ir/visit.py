@@ -1,0 +1,67 @@
+"""Generic traversal helpers over the frozen IR: walk, bottom-up rewrite, substitution."""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Callable, Iterator
+
+from .nodes import Node, Var, Expr, For, Block, Stmt
+
+
+def walk(node) -> Iterator[Node]:
+    """Pre-order over every node (types included)."""
+    if isinstance(node, tuple):
+        for x in node:
+            yield from walk(x)
+        return
+    if not isinstance(node, Node):
+        return
+    yield node
+    for c in node.children():
+        yield from walk(c)
+
+
+def rewrite(node, fn: Callable):
+    """Bottom-up rebuild: children first, then ``fn(new_node)`` (return the node unchanged
+    to keep it).  Unchanged subtrees keep their identity."""
+    if isinstance(node, tuple):
+        new = tuple(rewrite(x, fn) for x in node)
+        return new if any(a is not b for a, b in zip(new, node)) else node
+    if not isinstance(node, Node):
+        return node
+    changes = {}
+    for f in fields(node):
+        if f.name == "loc":
+            continue
+        v = getattr(node, f.name)
+        if isinstance(v, (Node, tuple)):
+            nv = rewrite(v, fn)
+            if nv is not v:
+                changes[f.name] = nv
+    if changes:
+        node = replace(node, **changes)
+    return fn(node)
+
+
+def substitute(node, mapping: dict):
+    """Replace Var(name) by mapping[name] (an Expr) everywhere below ``node``."""
+    def fn(n):
+        if isinstance(n, Var) and n.name in mapping:
+            return mapping[n.name]
+        return n
+    return rewrite(node, fn)
+
+
+def loops(node) -> list:
+    """Every canonical For below ``node``, outermost first."""
+    return [n for n in walk(node) if isinstance(n, For)]
+
+
+def find_loop(node, var: str) -> For:
+    for n in walk(node):
+        if isinstance(n, For) and n.var == var:
+            return n
+    raise KeyError(var)
+
+
+def vars_used(node) -> set:
+    return {n.name for n in walk(node) if isinstance(n, Var)}
