@@ -1244,6 +1244,7 @@ class _Recovery:
         prog = self.program
         items = []
         have = set()
+        new_fn = _privatize_core_memories(prog, new_fn)
         for it in prog.items:
             if isinstance(it, N.Directive) and it.kind == "include":
                 continue
@@ -1258,6 +1259,9 @@ class _Recovery:
                     continue
                 continue
             if isinstance(it, N.Decl):
+                if it.scope in ("nram", "wram") and any(
+                        isinstance(n, N.Decl) and n.name == it.name for n in walk(new_fn.body)):
+                    continue  # privatized into the task loop
                 items.append(it.with_(scope="local"))
                 continue
             if isinstance(it, N.Comment) and not isinstance(it, N.Func):
@@ -1329,6 +1333,22 @@ def _strip_segs(node):
 # ============================================================================ protocol
 def check(program, *, entry: str, launch=None, **params) -> None:
     _Recovery(program, entry, launch).run()
+
+
+def _privatize_core_memories(prog, fn):
+    """BANG NRAM/WRAM declared at file scope are per-core memories: every task sees its own
+    (fresh) copy. In the sequential program they become arrays local to the task (or core)
+    loop, so no state leaks between tasks and later binding sees independent iterations."""
+    per_core = [it for it in prog.items if isinstance(it, N.Decl) and it.scope in ("nram", "wram")]
+    if not per_core or fn.body is None:
+        return fn
+    target = next((n for n in walk(fn.body) if isinstance(n, N.For) and n.var in ("task", "core")), None)
+    if target is None:
+        return fn
+    decls = tuple(d.with_(scope="local", storage=tuple(x for x in d.storage if x != "static")) for d in per_core)
+    new_loop = target.with_(body=target.body.with_(stmts=decls + tuple(target.body.stmts)))
+    body = rewrite(fn.body, lambda n: new_loop if n is target else n)
+    return fn.with_(body=body)
 
 
 def apply(program, *, entry: str, launch=None, **params):
