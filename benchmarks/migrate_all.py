@@ -27,7 +27,7 @@ DIALECTS = ("cuda", "hip", "bang", "c")
 
 
 def one(job):
-    src, spec, dst = job
+    src, spec, dst, keep = job
     from xpiler.api import migrate
     from xpiler.diagnostics import XPError
     t0 = time.time()
@@ -37,6 +37,11 @@ def one(job):
             ok = r.verified
             why = "" if ok else "; ".join(f"{d.code} {d.message}" for d in r.diagnostics[:2])[:200]
             sub = r.verdict.substrate if r.verdict else "-"
+            if keep and ok:
+                import shutil
+                dest = Path(keep) / f"{Path(src).name}__to__{dst}"
+                shutil.rmtree(dest, ignore_errors=True)
+                shutil.copytree(Path(tmp) / "out", dest, ignore=shutil.ignore_patterns(".work", "*.png"))
         except XPError as e:
             ok, why, sub = False, f"{e.code} {e.message}"[:200], "-"
         except Exception as e:  # a crash of the tool is a finding, not a skipped row
@@ -54,6 +59,7 @@ def main() -> int:
     ap.add_argument("--variant", action="append")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json")
+    ap.add_argument("--keep", help="copy every verified output folder here")
     a = ap.parse_args()
     jobs = []
     for ex in discover(ROOT / "examples", a.src, a.op):
@@ -61,7 +67,7 @@ def main() -> int:
             continue
         for dst in (a.dst or DIALECTS):
             if dst != ex.dialect:
-                jobs.append((str(ex.source), str(ex.spec), dst))
+                jobs.append((str(ex.source), str(ex.spec), dst, a.keep))
     rows = []
     t_all = time.time()
     with ProcessPoolExecutor(max_workers=a.workers) as pool:

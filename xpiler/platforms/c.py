@@ -71,12 +71,12 @@ class CPlatform:
             flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"]
         return flags
 
-    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool) -> Path:
+    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool, timing: int = 0) -> Path:
         if not which("gcc"):
             raise XPError("XP2004", what="c", why="gcc not found")
         src = Path(src)
         text = src.read_text()
-        main = main_source(spec, "kernel.c", cxx=False)
+        main = main_source(spec, "kernel.c", cxx=False, timing=timing)
         flags = self._flags(sanitize)
         key = content_key("c", text, main, " ".join(flags), tree_digest(RUNTIME_DIR / "common"))
         out_dir = cache_root() / "build" / key

@@ -49,8 +49,12 @@ def _call_args(spec: Spec, cxx: bool) -> tuple[list[str], str]:
     return decls, ", ".join(names)
 
 
-def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None) -> str:
-    """The main() translation unit: includes the (prepared) kernel, loads a job, launches."""
+def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, timing: int = 0) -> str:
+    """The main() translation unit: includes the (prepared) kernel, loads a job, launches.
+
+    ``timing=N`` (CPU kernels): after the checked run, call the kernel 3 times to warm up and
+    N times timed, and print ``xpiler-time-ms: <median>`` (inputs are restored before each call
+    so in-place kernels see the same data)."""
     if cxx is None:
         cxx = spec.dialect != "c"
     decls, args = _call_args(spec, cxx)
@@ -71,10 +75,26 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None) -> 
         "  if (argc < 2 || xp_job_load(&J, argv[1])) return 90;",
         *decls,
         f"  XP_LAUNCH(J, {spec.entry}, ({args}));",
-        "  return xp_job_store(&J, argv[1]);",
-        "}",
-        "",
+        "  int xp_rc = xp_job_store(&J, argv[1]);",
     ]
+    if timing:
+        lines = ["#include <time.h>", "#include <stdlib.h>"] + lines
+        lines += [
+            "  {",
+            f"    double xp_ms[{int(timing)}];",
+            f"    for (int r = -3; r < {int(timing)}; ++r) {{",
+            "      struct timespec t0, t1;",
+            "      clock_gettime(CLOCK_MONOTONIC, &t0);",
+            f"      XP_LAUNCH(J, {spec.entry}, ({args}));",
+            "      clock_gettime(CLOCK_MONOTONIC, &t1);",
+            "      if (r >= 0) xp_ms[r] = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;",
+            "    }",
+            f"    for (int i = 1; i < {int(timing)}; ++i) for (int j = i; j > 0 && xp_ms[j - 1] > xp_ms[j]; --j) "
+            "{ double t = xp_ms[j]; xp_ms[j] = xp_ms[j - 1]; xp_ms[j - 1] = t; }",
+            f"    printf(\"xpiler-time-ms: %.6f\\n\", xp_ms[{int(timing)} / 2]);",
+            "  }",
+        ]
+    lines += ["  return xp_rc;", "}", ""]
     return "\n".join(lines)
 
 

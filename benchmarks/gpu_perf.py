@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Time migrated cuda kernels on a real NVIDIA GPU against PyTorch, side by side in one run.
+
+    python benchmarks/gpu_perf.py DIR [--out OUT]
+
+DIR holds migration output folders (``benchmarks/migrate_all.py --keep DIR``); every ``*.cu``
+output is rebuilt with nvcc for the GPU present, run at a larger "perf" shape (per operator,
+below), checked against PyTorch's result on the same inputs, and timed with CUDA events (warm-up,
+median of repeats). The PyTorch baseline (cuBLAS/cuDNN or its own kernels) is timed the same
+way in the same process. Prints op, source, shape, our median, PyTorch's median and the ratio
+(PyTorch time / ours: > 1 means ours is faster).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# perf sizes per operator (names are the spec's size names); kept within the example kernels' limits
+PERF = {
+    "gemm": {"M": 1024, "N": 1024, "K": 1024},
+    "gemv": {"M": 4096, "K": 4096},
+    "bmm": {"batch": 16, "M": 256, "N": 256, "K": 256},
+    "relu": {"n": 1 << 24}, "gelu": {"n": 1 << 24}, "sigmoid": {"n": 1 << 24}, "sign": {"n": 1 << 24},
+    "add": {"n": 1 << 24},
+    "softmax": {"rows": 4096, "cols": 1024},
+    "layernorm": {"rows": 4096, "cols": 1024}, "rmsnorm": {"rows": 4096, "cols": 1024},
+}
+
+
+def torch_ref(op, t, arrays, sizes):
+    """(callable, inputs) computing the op with PyTorch on the GPU."""
+    import torch
+    g = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in arrays.items()}
+    if op == "gemm":
+        return (lambda: torch.matmul(g["A"], g["B"])), "C"
+    if op == "bmm":
+        return (lambda: torch.bmm(g["A"], g["B"])), "C"
+    if op == "gemv":
+        return (lambda: torch.mv(g["A"], g["x"])), "y"
+    if op == "relu":
+        return (lambda: torch.relu(g["x"])), "y"
+    if op == "gelu":
+        return (lambda: torch.nn.functional.gelu(g["x"])), "y"
+    if op == "sigmoid":
+        return (lambda: torch.sigmoid(g["x"])), "y"
+    if op == "sign":
+        return (lambda: torch.sign(g["x"])), "y"
+    if op == "add":
+        return (lambda: g["a"] + g["b"]), "c"
+    if op == "softmax":
+        return (lambda: torch.softmax(g["x"], dim=-1)), "y"
+    if op == "layernorm":
+        return (lambda: torch.nn.functional.layer_norm(g["x"], (sizes["cols"],), g["gamma"], g["beta"], 1e-5)), "y"
+    if op == "rmsnorm":
+        return (lambda: g["x"] * torch.rsqrt(g["x"].pow(2).mean(-1, keepdim=True) + 1e-5) * g["gamma"]), "y"
+    return None, None
+
+
+def time_torch(fn, repeats=20):
+    import torch
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeats):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e))
+    return float(np.median(ts))
+
+
+def main() -> int:
+    from xpiler.platforms import get_platform
+    from xpiler.platforms.harness import read_outputs, write_job
+    from xpiler.sandbox import run_limited
+    from xpiler.spec import load_spec
+    from xpiler.verify.inputs import make_inputs
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    rows, details = [], []
+    work = Path(tempfile.mkdtemp(prefix="xpperf"))
+    for cu in sorted(Path(a.dir).glob("*__to__cuda/*.cu")):
+        op = cu.parent.name.split("__")[0].split(".")[0]
+        base_op = next((k for k in PERF if op == k or op.startswith(k + "_")), None)
+        src_name = cu.parent.name.split("__to__")[0]
+        if base_op is None:
+            continue
+        spec = load_spec(cu.with_name(cu.name + ".toml"))
+        sizes = dict(spec.sizes)
+        sizes.update({k: v for k, v in PERF[base_op].items() if k in sizes})
+        spec.shapes = [{"name": "perf", **sizes}]
+        try:
+            inst = spec.instances(["perf"])[0]
+            exe = get_platform("cuda").build(cu, spec, work, sanitize=False, gpu=True, timing=True)
+        except Exception as e:
+            rows.append((src_name, base_op, "-", "BUILD/SPEC FAILED", "", "", ""))
+            details.append({"source": src_name, "error": str(e)[:2000]})
+            continue
+        arrays = make_inputs(inst, 0)
+        jd = work / f"job-{len(details)}"
+        write_job(jd, inst, arrays)
+        oc = run_limited([str(exe), str(jd)], timeout_s=180, mem_mb=None)
+        shape = ",".join(f"{k}={v}" for k, v in PERF[base_op].items())
+        if not oc.ok:
+            rows.append((src_name, base_op, shape, f"RUN FAILED ({oc.reason})", "", "", ""))
+            details.append({"source": src_name, "stderr": oc.stderr[-2000:]})
+            continue
+        m = re.search(r"xpiler-time-ms: ([0-9.]+)", oc.stdout)
+        ours = float(m.group(1)) if m else float("nan")
+        got = read_outputs(jd, inst)
+        fn, out_name = torch_ref(base_op, None, {k: v for k, v in arrays.items()}, sizes)
+        if fn is None:
+            continue
+        ref = fn().float().cpu().numpy().reshape(got[out_name].shape)
+        err = float(np.max(np.abs(got[out_name].astype(np.float64) - ref))) if ref.size else 0.0
+        tms = time_torch(fn)
+        rows.append((src_name, base_op, shape, "ok" if err < 1e-2 * max(1.0, float(np.abs(ref).max())) else "MISMATCH",
+                     f"{ours:.4f}", f"{tms:.4f}", f"{tms / ours:.2f}" if ours > 0 else "-"))
+        details.append({"source": src_name, "op": base_op, "shape": shape, "ours_ms": ours, "torch_ms": tms,
+                        "ratio_torch_over_ours": tms / ours if ours > 0 else None, "max_abs_vs_torch": err})
+    Path(a.out).mkdir(parents=True, exist_ok=True)
+    (Path(a.out) / "gpu_perf.json").write_text(json.dumps(details, indent=1))
+    print(f"| source → cuda | op | shape | check vs torch | ours ms | PyTorch ms | PyTorch/ours |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
