@@ -29,7 +29,25 @@ they are only read by a multiply (weights) and to NRAM otherwise.  The on-chip s
 on runtime sizes, so the staged version runs under a guard (``if (K * N <= CAP && ...)``)
 and the original loop stays as the fallback: never wrong, fast when it fits.
 
-CUDA/HIP: not yet staged (XP4002): see docs/passes/cache.md.
+CUDA/HIP, matmul-like nest (``C[i][j] = sum_k A[i][k] * B[k][j]``, what binding makes of
+gemm.c / bmm.c: i bound to ``global.x``, or i/j to ``global.y``/``global.x``): the kernel becomes a
+shared-memory (LDS on hip) tiled kernel, blocks of ``tile`` x ``tile`` threads, one element of C
+per thread (see :mod:`passes.patterns.simt_tile`)::
+
+    __shared__ float xp_As[256];  __shared__ float xp_Bs[256];          // tile = 16
+    const int xp_i = blockIdx.y * 16 + threadIdx.y, xp_j = blockIdx.x * 16 + threadIdx.x;
+    float xp_acc = 0;
+    for (int xp_k0 = 0; xp_k0 < K; xp_k0 += 16) {
+        xp_As[ty * 16 + tx] = (xp_i < M && xp_k0 + tx < K) ? A[xp_i * K + xp_k0 + tx] : (float)0;
+        xp_Bs[ty * 16 + tx] = (xp_k0 + ty < K && xp_j < N) ? B[(xp_k0 + ty) * N + xp_j] : (float)0;
+        __syncthreads();
+        for (int xp_kk = 0; xp_kk < 16; ++xp_kk) xp_acc += xp_As[ty * 16 + xp_kk] * xp_Bs[xp_kk * 16 + tx];
+        __syncthreads();
+    }
+    if (xp_i < M && xp_j < N) C[xp_i * N + xp_j] = xp_acc;
+
+and ``apply`` returns ``(program, {"grid": ["(N + 15) / 16", "(M + 15) / 16", batch or 1],
+"block": [16, 16, 1]})``.  The sum runs over k in the original order (zero padding adds +-0).
 
 Legality (``check``): XP4002 when there is no task-bound loop of the right shape;
 XP4001 naming the buffer when an access is not staged-able (index not the loop index / not a
@@ -244,11 +262,50 @@ def _plan(program: N.Program, entry: str, target=None, chunk="auto", rows="auto"
     return "elementwise", func, plan, _pick_chunk(program, func, plan, chunk, double)
 
 
+# ------------------------------------------------------------------------------ cuda / hip tiles
+SIMT_TILES = (8, 16, 32)
+
+
+def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_name=NAME):
+    """(Contraction, tile) for a cuda/hip matmul-like kernel, or PassError."""
+    from .patterns import simt_tile as ST
+    try:
+        func = U.kernel_func(program, entry)
+    except KeyError:
+        raise PassError(pass_name, f"no function '{entry}'", None, "XP4002")
+    try:
+        ct = ST.analyse(program, func)
+    except ST.NotMatmul as e:
+        node = e.node if getattr(e.node, "loc", None) is not None else func
+        raise PassError(pass_name, f"kernel '{entry}': {e.why}", node, "XP4001" if e.illegal else "XP4002")
+    T = 16 if tile in (None, "auto") else int(tile)
+    if T <= 0 or T * T > 1024:
+        raise PassError(pass_name, f"tile {T}: a block of {T}x{T} threads exceeds 1024 threads", ct.root)
+    need = T * T * (U.ELEM_BYTES[ct.dtypes["A"]] + U.ELEM_BYTES[ct.dtypes["B"]]) * (2 if double else 1)
+    have = U.static_bytes(program, func, "shared")
+    if have + need > U.SHARED_BYTES:
+        raise PassError(pass_name, f"tile {T}: buffers '{ct.A}'/'{ct.B}' need {have + need} bytes of shared "
+                                   f"memory, more than {U.SHARED_BYTES}", ct.root)
+    return ct, T
+
+
+def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME):
+    from .patterns import simt_tile as ST
+    ct, T = plan_simt(program, entry, tile, double, pass_name)
+    prog = ST.rebuild(program, ct, ST.tiled_body(ct, program.dialect, T, bool(double)))
+    return prog, ST.launch(ct, program.dialect, T, T, T, T)
+
+
 def check(program: N.Program, *, entry: str, **params) -> None:
+    if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
+        plan_simt(program, entry, params.get("tile", "auto"), params.get("double", False))
+        return
     _plan(program, entry, **params)
 
 
-def apply(program: N.Program, *, entry: str, **params) -> N.Program:
+def apply(program: N.Program, *, entry: str, **params):
+    if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
+        return apply_simt(program, entry, params.get("tile", "auto"), params.get("double", False))
     kind, func, plan, size = _plan(program, entry, **params)
     if kind == "elementwise":
         nf = _stage_elementwise(program, func, plan, size)
@@ -258,6 +315,18 @@ def apply(program: N.Program, *, entry: str, **params) -> N.Program:
 
 
 def candidates(program: N.Program, target: str) -> list[dict]:
+    if target in ("cuda", "hip"):
+        out = []
+        for t in SIMT_TILES:
+            p = {"target": target, "tile": t}
+            try:
+                for f in program.kernels:
+                    check(program, entry=f.name, **p)
+                    out.append(p)
+                    break
+            except PassError:
+                pass
+        return out
     if target != "bang":
         return []
     out = []

@@ -31,7 +31,12 @@ The prefetch writes only the half the current iteration does not read, and the `
 the top of the next iteration orders it before its use: the result equals the single-buffer
 program.  ``depth=1`` means no pipelining (XP4002: nothing to do).
 
-CUDA/HIP two-buffer shared-memory pipelining is not implemented yet (XP4002).
+CUDA/HIP (the shared-memory tiled matmul the cache pass writes; depth 2): both tiles get two
+buffers; tile 0 is loaded before the loop, and each iteration first loads tile t+1 into the
+buffer not in use, then computes tile t, then ``__syncthreads()`` (one barrier per tile instead
+of two): tile t+1's loads are issued before tile t's arithmetic, so their latency hides behind
+it.  Buffer (1 - pp) was last read in iteration t-1, which ended with the barrier, so the loads
+never overwrite data still being read.  The launch does not change.
 Legality: XP4002 when no staged chunk loop exists; XP4001 when doubling the staged input
 buffers overflows NRAM (naming the buffer).
 """
@@ -87,6 +92,8 @@ def _plan(program, entry, target=None, depth=2, **_):
     func = U.kernel_func(program, entry)
     if int(depth) == 1:
         raise PassError(NAME, "depth 1: single buffering, nothing to do", func, "XP4002")
+    if program.dialect in ("cuda", "hip"):
+        return _simt_plan(program, func)
     if program.dialect != "bang":
         raise PassError(NAME, f"no pipelining rule for {program.dialect} yet", func, "XP4002")
     if any(isinstance(n, N.Intrinsic) and n.name == "__memcpy_async" for n in walk(func)):
@@ -104,12 +111,33 @@ def _plan(program, entry, target=None, depth=2, **_):
     return func, loop, ln, ins, decls
 
 
+def _simt_plan(program, func):
+    from .patterns import simt_tile as ST
+    try:
+        ct, T = ST.from_tiled(program, func)
+    except ST.NotMatmul as e:
+        raise PassError(NAME, f"kernel '{func.name}' has no shared-memory tile loop of the cache pass "
+                              f"(run cache first): {e.why}", func, "XP4002")
+    others = U.static_bytes(program, func, "shared") - T * T * (U.ELEM_BYTES[ct.dtypes["A"]] +
+                                                                U.ELEM_BYTES[ct.dtypes["B"]])
+    need = 2 * T * T * (U.ELEM_BYTES[ct.dtypes["A"]] + U.ELEM_BYTES[ct.dtypes["B"]])
+    if others + need > U.SHARED_BYTES:
+        raise PassError(NAME, f"doubling tiles of '{ct.A}'/'{ct.B}' needs {others + need} bytes of shared memory "
+                              f"(> {U.SHARED_BYTES})", ct.root)
+    return ("simt", ct, T)
+
+
 def check(program: N.Program, *, entry: str, **params) -> None:
     _plan(program, entry, **params)
 
 
 def apply(program: N.Program, *, entry: str, **params) -> N.Program:
-    func, loop, ln, ins, decls = _plan(program, entry, **params)
+    plan = _plan(program, entry, **params)
+    if plan[0] == "simt":
+        from .patterns import simt_tile as ST
+        _, ct, T = plan
+        return ST.rebuild(program, ct, ST.tiled_body(ct, program.dialect, T, double=True))
+    func, loop, ln, ins, decls = plan
     c = loop.var
     chunk = loop.step
     pp = U.fresh(func, f"{c}_pp")

@@ -29,6 +29,14 @@ C, float elementwise loop -> AVX-512 with a masked tail::
     for (; i + 16 <= n; i += 16)  _mm512_storeu_ps(c + i, _mm512_add_ps(_mm512_loadu_ps(a + i), ...));
     if (i < n) { __mmask16 m = (__mmask16)((1u << (n - i)) - 1u); ... maskz_loadu / mask_storeu ... }
 
+HIP, float32 matmul (the bound nest binding writes, or the shared-memory tiled kernel the cache
+pass writes) -> one wave64 per 16x16 tile of C with ``__builtin_amdgcn_mfma_f32_16x16x4f32``
+(lane l = 16g + i supplies A[i][k0+g] and B[k0+g][i], holds D[4g+e][i]), K staged through LDS
+in zero-padded 16-wide slices; launch block [64, 1, 1], grid [cdiv(N,16), cdiv(M,16), batch].
+Products of floats are exact in fp32, only the order of the sum changes.
+CUDA, half x half -> float matmul -> WMMA 16x16x16 (one warp per tile).  float32 inputs are
+refused on cuda (XP4001): WMMA would round them to half.
+
 Legality: XP4002 when no loop matches a description (nothing to do); XP4001 when a loop
 matches but the instruction's rules cannot be met (buffer too small for the padded length,
 operands in the wrong memory, float32 numerics that the instruction would change).
@@ -143,11 +151,87 @@ def _sites(program, entry, target=None, ops=None, **_):
     return func, sites
 
 
+# ------------------------------------------------------------------------------ cuda / hip matrix units
+def _simt_plan(program, entry, target=None, ops=None, **_):
+    from .patterns import simt_tile as ST
+    if target is not None and target != program.dialect:
+        raise PassError(NAME, f"program is {program.dialect}, not yet {target}", None, "XP4002")
+    try:
+        func = U.kernel_func(program, entry)
+    except KeyError:
+        raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
+    try:
+        ct, _ = ST.from_tiled(program, func)
+    except ST.NotMatmul:
+        if any(isinstance(n, N.Decl) and n.scope == "shared" for n in walk(func)):
+            raise PassError(NAME, f"kernel '{entry}' stages data in shared memory in a form tensorize does not "
+                                  f"know", func, "XP4002")
+        try:
+            ct = ST.analyse(program, func)
+        except ST.NotMatmul as e:
+            node = e.node if getattr(e.node, "loc", None) is not None else func
+            raise PassError(NAME, f"no loop nest of '{entry}' matches a {program.dialect} matrix instruction "
+                                  f"({e.why})", node, "XP4002")
+    dts = ct.dtypes
+    ld = N.Var(ST.PREFIX + "LOAD")
+
+    def widen(op):      # the load itself, or the load converted exactly to float
+        return op == ld or (isinstance(op, N.Cast) and op.expr == ld) or (
+            isinstance(op, (N.Call, N.Intrinsic)) and (getattr(op, "func", None) or getattr(op, "name", None))
+            in ("__half2float", "static_cast<float>") and len(op.args) == 1 and op.args[0] == ld)
+    plain = all(widen(op) for op in (ct.op_a, ct.op_b))
+    if program.dialect == "hip":
+        instr = "__builtin_amdgcn_mfma_f32_16x16x4f32"
+        if dts["A"] != "float32" or dts["B"] != "float32" or ct.acc_dtype != "float32" or dts["C"] != "float32":
+            raise PassError(NAME, f"matmul over {dts['A']} x {dts['B']} -> {dts['C']}: only float32 maps to "
+                                  f"{instr} here", ct.root, "XP4002")
+        if not plain:
+            raise PassError(NAME, "the product operands are not plain loads", ct.root, "XP4002")
+    else:
+        instr = "wmma::mma_sync"
+        if dts["A"] == "float32" or dts["B"] == "float32":
+            raise PassError(NAME, f"matmul of float32 '{ct.A}' x '{ct.B}': WMMA would round the inputs to half "
+                                  f"(float32 numerics are never changed)", ct.root, "XP4001")
+        if dts["A"] != "float16" or dts["B"] != "float16" or ct.acc_dtype != "float32" or dts["C"] != "float32":
+            raise PassError(NAME, f"matmul over {dts['A']} x {dts['B']} -> {dts['C']}: WMMA here needs half "
+                                  f"inputs and a float accumulator", ct.root, "XP4002")
+        if not plain:
+            raise PassError(NAME, "the product operands are not plain (widened) loads", ct.root, "XP4002")
+    if ops and instr not in ops:
+        raise PassError(NAME, f"{instr} not among the requested ops", ct.root, "XP4002")
+    return ct, instr
+
+
+def _simt_apply(program, entry, **params):
+    from .patterns import simt_tile as ST
+    ct, instr = _simt_plan(program, entry, **params)
+    texts = [it.text for it in program.items if isinstance(it, (N.Directive, N.Raw))]
+    if program.dialect == "hip":
+        extra = [] if any(isinstance(it, N.Typedef) and it.name == "floatx4" for it in program.items) else \
+            ["typedef float floatx4 __attribute__((ext_vector_type(4)));"]
+        prog = ST.rebuild(program, ct, ST.mfma_body(ct), extra)
+        return prog, ST.launch(ct, "hip", 64, 1, 16, 16)
+    extra = []
+    if not any("mma.h" in t for t in texts):
+        extra.append("#include <mma.h>")
+    if not any("cuda_fp16.h" in t for t in texts):
+        extra.append("#include <cuda_fp16.h>")
+    if not any(isinstance(it, N.Using) for it in program.items):
+        extra.append("using namespace nvcuda;")
+    prog = ST.rebuild(program, ct, ST.wmma_body(ct), extra)
+    return prog, ST.launch(ct, "cuda", 32, 1, 16, 16)
+
+
 def check(program: N.Program, *, entry: str, **params) -> None:
+    if program.dialect in ("cuda", "hip"):
+        _simt_plan(program, entry, **params)
+        return
     _sites(program, entry, **params)
 
 
-def apply(program: N.Program, *, entry: str, **params) -> N.Program:
+def apply(program: N.Program, *, entry: str, **params):
+    if program.dialect in ("cuda", "hip"):
+        return _simt_apply(program, entry, **params)
     func, sites = _sites(program, entry, **params)
     body = func.body
     for loop, repl in sites:
@@ -161,6 +245,8 @@ def apply(program: N.Program, *, entry: str, **params) -> N.Program:
 
 def applied_ops(program: N.Program, entry: str, **params) -> list[str]:
     """Names of the instructions apply() would introduce (for reports and tests)."""
+    if program.dialect in ("cuda", "hip"):
+        return [_simt_plan(program, entry, **params)[1]]
     _, sites = _sites(program, entry, **params)
     out = []
     for _, r in sites:

@@ -1,0 +1,553 @@
+"""Matmul-like loop nests on cuda/hip: recognition (a *contraction*) and the tiled kernels
+the cache / pipeline / tensorize passes write for it.
+
+A contraction is what a bound loop nest computes, independent of how it was written::
+
+    for b < BATCH, i < M, j < N:   C[c(b,i,j)] = sum_{k < K} opA(A[a(b,i,k)]) * opB(B[g(b,k,j)])
+
+with ``a``, ``g``, ``c`` affine in the loop variables (coefficients: expressions over kernel
+parameters), the sum taken in increasing ``k`` starting from zero.  Recognised spellings
+(after let-inlining and ``(P + off)[j] -> P[off + j]``):
+
+* i-k-j (what ``binding`` makes of examples/gemm/gemm.c): ``for i (bound) { for j: C[..] = 0;
+  for k: for j: C[..] += x * y; }``;
+* i-j with a scalar accumulator: ``for i { for j { acc = 0; for k: acc += x * y; C[..] = acc; } }``
+  (i and j bound to global.y/global.x, or only i bound, j sequential);
+* a flattened batch loop ``for t < X * E`` whose body uses only ``t / E`` and ``t % E``
+  (examples/bmm/bmm.c): ``b = t / E`` ranges over X, ``i = t % E`` over E.
+
+Emitted kernels (all guard every global access; padding is zero, so the sums are unchanged):
+
+* :func:`tiled_body`  — TxT threads per block, one output element per thread, A and B tiles
+  staged in ``__shared__`` (LDS on hip) with zero fill, ``__syncthreads`` around the inner
+  product; ``double=True`` keeps two buffers and loads tile t+1 while computing tile t;
+* :func:`mfma_body`   — hip, float32: one wave64 per 16x16 output tile,
+  ``__builtin_amdgcn_mfma_f32_16x16x4f32`` with lane l supplying A[i][g] / B[g][i]
+  (i = l % 16, g = l / 16) and holding D[4g+e][i] in element e;
+* :func:`wmma_body`   — cuda, half inputs / float accumulate: one warp per 16x16 output tile,
+  16x16x16 fragments over zero-padded shared tiles, the accumulator stored through shared
+  memory so that only in-range elements of C are written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import rewrite, substitute, walk
+
+from . import common as U
+
+SIMT_BOUND = ("global.x", "global.y", "global.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+              "threadIdx.x", "threadIdx.y", "threadIdx.z")
+PREFIX = "xp_"
+
+
+class NotMatmul(Exception):
+    """The nest is not a contraction (``node`` is where it stopped matching)."""
+
+    def __init__(self, why, node=None, illegal=False):
+        super().__init__(why)
+        self.why, self.node, self.illegal = why, node, illegal
+
+
+@dataclass
+class Contraction:
+    func: N.Func
+    root: N.Stmt                     # the statement (outer bound loop) the kernel computes
+    prelude: list                    # uniform statements before it (kept)
+    M: N.Expr
+    N_: N.Expr
+    K: N.Expr
+    batch: Optional[N.Expr]          # extent of the batch dimension, or None
+    C: str
+    c_idx: N.Expr                    # over the placeholder vars xp_b, xp_i, xp_j
+    A: str
+    a_idx: N.Expr                    # over xp_b, xp_i, xp_k
+    B: str
+    b_idx: N.Expr                    # over xp_b, xp_k, xp_j
+    op_a: N.Expr                     # the operand expression with the load replaced by Var(xp_ALOAD)
+    op_b: N.Expr
+    dtypes: dict = field(default_factory=dict)   # {"A":..., "B":..., "C":...}
+    acc_dtype: str = "float32"
+
+    @property
+    def elem(self) -> str:
+        return self.dtypes["A"]
+
+
+# ------------------------------------------------------------------------------ affine analysis
+def degree(e, loopvars: set) -> int:
+    """Polynomial degree of an integer index expression in ``loopvars``; 99 = not polynomial
+    (a loop variable under / or %, in a call, a load...)."""
+    e = U.strip_casts(e)
+    if isinstance(e, N.Var):
+        return 1 if e.name in loopvars else 0
+    if isinstance(e, (N.Const, N.SizeOf)):
+        return 0
+    if isinstance(e, N.BinOp):
+        a, b = degree(e.lhs, loopvars), degree(e.rhs, loopvars)
+        if e.op in ("+", "-"):
+            return max(a, b)
+        if e.op == "*":
+            return a + b
+        if e.op in ("/", "%", "<<", ">>") and a == 0 and b == 0:
+            return 0
+        return 99
+    if isinstance(e, N.UnOp) and e.op in ("-", "+"):
+        return degree(e.operand, loopvars)
+    if any(isinstance(n, N.Var) and n.name in loopvars for n in walk(e)):
+        return 99
+    return 0
+
+
+def uses(e, names) -> set:
+    return {n.name for n in walk(e) if isinstance(n, N.Var) and n.name in names}
+
+
+# ------------------------------------------------------------------------------ recognition
+def _strip_block(stmts):
+    return [s for s in stmts if not isinstance(s, (N.Comment, N.Pragma))]
+
+
+def _body(loop) -> list:
+    return _strip_block(U.inline_lets(loop.body.stmts))
+
+
+def _product(e, kvar):
+    """(x, y) when e is x * y (possibly parenthesised / cast to the accumulator type)."""
+    while isinstance(e, N.Cast):
+        e = e.expr
+    if isinstance(e, N.BinOp) and e.op == "*":
+        return e.lhs, e.rhs
+    raise NotMatmul("the accumulated value is not a product")
+
+
+def _load_of(e, ptrs):
+    """The one global load inside an operand expression (casts / conversions around it)."""
+    loads = [n for n in walk(e) if isinstance(n, N.Index)]
+    if len(loads) != 1 or not isinstance(loads[0].base, N.Var) or loads[0].base.name not in ptrs:
+        raise NotMatmul("a product operand is not one global load")
+    return loads[0]
+
+
+def _accumulate(st, target_ok):
+    """The product of ``t += x*y`` / ``t = t + x*y``; None if st is not such an update."""
+    if not isinstance(st, N.Assign):
+        return None
+    if st.op == "+=" and target_ok(st.target):
+        return st.value
+    if st.op == "=" and target_ok(st.target) and isinstance(st.value, N.BinOp) and st.value.op == "+" \
+            and st.value.lhs == st.target:
+        return st.value.rhs
+    return None
+
+
+def _is_zero(e):
+    while isinstance(e, N.Cast):
+        e = e.expr
+    return isinstance(e, N.Const) and e.value == 0
+
+
+def _single_for(stmts):
+    if len(stmts) == 1 and isinstance(stmts[0], N.For):
+        return stmts[0]
+    return None
+
+
+def _unit_loop(loop):
+    return isinstance(loop, N.For) and _is_zero(loop.lo) and isinstance(loop.step, N.Const) and loop.step.value == 1
+
+
+def analyse(program: N.Program, func: N.Func) -> Contraction:
+    """The contraction the kernel's bound loop nest computes (NotMatmul when it is none)."""
+    ptrs = U.pointer_params(func)
+    stmts = _strip_block(func.body.stmts)
+    roots = [s for s in stmts if isinstance(s, N.For) and s.binding in SIMT_BOUND]
+    if len(roots) != 1:
+        raise NotMatmul("no single bound loop nest", func)
+    root = roots[0]
+    k = stmts.index(root)
+    prelude, after = stmts[:k], stmts[k + 1:]
+    if after and not all(isinstance(s, N.Return) and s.value is None for s in after):
+        raise NotMatmul("statements after the bound loop", after[0])
+    for s in prelude:
+        if not (isinstance(s, N.Decl) and (isinstance(s.type, N.Scalar) or s.scope == "shared")):
+            raise NotMatmul("a non-scalar statement before the bound loop", s)
+    if not _unit_loop(root):
+        raise NotMatmul("the bound loop does not start at 0 with step 1", root)
+    outer = root
+    # ---- batch flattening: t < X * E with b = t / E, i = t % E
+    body = _body(outer)
+    sub, batch = {}, None
+    divs = [n for n in walk(N.Block(tuple(body))) if isinstance(n, N.BinOp) and n.op in ("/", "%")
+            and U.is_var(n.lhs, outer.var)]
+    if divs:
+        hi = U.strip_casts(outer.hi)
+        E = divs[0].rhs
+        if not (isinstance(hi, N.BinOp) and hi.op == "*" and U.strip_casts(hi.rhs) == U.strip_casts(E)) \
+                or any(U.strip_casts(d.rhs) != U.strip_casts(E) for d in divs):
+            raise NotMatmul(f"loop '{outer.var}' is split by / and % in a way that is not a batch x rows "
+                            f"product", outer, illegal=True)
+        batch, M = hi.lhs, E
+
+        def split(n):
+            if isinstance(n, N.BinOp) and n.op in ("/", "%") and U.is_var(n.lhs, outer.var):
+                return N.Var(PREFIX + ("b" if n.op == "/" else "i"))
+            return n
+        body = [rewrite(s, split) for s in body]
+        body = [substitute(s, {outer.var: N.Var(PREFIX + "BAD")}) for s in body]
+    else:
+        M = outer.hi
+        body = [substitute(s, {outer.var: N.Var(PREFIX + "i")}) for s in body]
+    iv = {PREFIX + "b", PREFIX + "i"}
+    # ---- the j / k structure
+    inner = _single_for(body)
+    if inner is not None and _unit_loop(inner):
+        # i-j form with a scalar accumulator
+        jloop = inner
+        N_ = jloop.hi
+        jb = [substitute(s, {jloop.var: N.Var(PREFIX + "j")}) for s in _body(jloop)]
+        if len(jb) != 3 and not (len(jb) == 2 and isinstance(jb[0], N.Decl)):
+            raise NotMatmul("the column loop is not 'acc = 0; for k: acc += x*y; C = acc'", jloop)
+        first = jb[0]
+        if isinstance(first, N.Decl) and isinstance(first.type, N.Scalar) and first.init is not None \
+                and _is_zero(first.init):
+            acc = first.name
+            acc_dtype = first.type.dtype
+        elif isinstance(first, N.Assign) and first.op == "=" and isinstance(first.target, N.Var) \
+                and _is_zero(first.value):
+            acc = first.target.name
+            acc_dtype = next((d.type.dtype for d in walk(func) if isinstance(d, N.Decl) and d.name == acc
+                              and isinstance(d.type, N.Scalar)), "float32")
+        else:
+            raise NotMatmul("the accumulator is not set to zero first", jloop)
+        kloop, store = jb[1], jb[2] if len(jb) > 2 else None
+        if not _unit_loop(kloop) or store is None:
+            raise NotMatmul("no k loop followed by the store", jloop)
+        kb = [substitute(s, {kloop.var: N.Var(PREFIX + "k")}) for s in _body(kloop)]
+        prod = _accumulate(kb[0], lambda t: isinstance(t, N.Var) and t.name == acc) if len(kb) == 1 else None
+        if prod is None:
+            raise NotMatmul("the k loop is not 'acc += x * y'", kloop)
+        if not (isinstance(store, N.Assign) and store.op == "=" and isinstance(store.target, N.Index)
+                and isinstance(store.value, N.Var) and store.value.name == acc):
+            raise NotMatmul("the result is not stored as C[...] = acc", store)
+        ctgt = store.target
+        K = kloop.hi
+    else:
+        # i-k-j form: for j: C = 0;  for k: for j: C += x*y
+        if len(body) != 2 or not all(isinstance(s, N.For) and _unit_loop(s) for s in body):
+            raise NotMatmul("the row loop body is neither 'for j' nor 'zero C row; for k for j'", outer)
+        z, kloop = body
+        zb = [substitute(s, {z.var: N.Var(PREFIX + "j")}) for s in _body(z)]
+        if not (len(zb) == 1 and isinstance(zb[0], N.Assign) and zb[0].op == "=" and _is_zero(zb[0].value)
+                and isinstance(zb[0].target, N.Index)):
+            raise NotMatmul("the first column loop does not zero C", z)
+        kb = [substitute(s, {kloop.var: N.Var(PREFIX + "k")}) for s in _body(kloop)]
+        jl = _single_for(kb)
+        if jl is None or not _unit_loop(jl) or U.strip_casts(jl.hi) != U.strip_casts(z.hi):
+            raise NotMatmul("the k loop is not one column loop over the same columns", kloop)
+        jb = [substitute(s, {jl.var: N.Var(PREFIX + "j")}) for s in _body(jl)]
+        ctgt = zb[0].target
+        prod = _accumulate(jb[0], lambda t: t == ctgt) if len(jb) == 1 else None
+        if prod is None:
+            raise NotMatmul("the column loop is not 'C[..] += x * y' on the zeroed element", jl)
+        N_, K = z.hi, kloop.hi
+        acc_dtype = ptrs.get(ctgt.base.name if isinstance(ctgt.base, N.Var) else "", "float32")
+    if not (isinstance(ctgt, N.Index) and isinstance(ctgt.base, N.Var) and ctgt.base.name in ptrs):
+        raise NotMatmul("the result is not stored into a global buffer", root)
+    x, y = _product(prod, PREFIX + "k")
+    lx, ly = _load_of(x, ptrs), _load_of(y, ptrs)
+    allv = {PREFIX + v for v in ("b", "i", "j", "k", "BAD")}
+    if PREFIX + "BAD" in uses(N.Block(tuple(body)), allv):
+        raise NotMatmul(f"loop '{outer.var}' is used other than as t / E and t % E", outer, illegal=True)
+    for ld, what in ((lx, "operand"), (ly, "operand"), (ctgt, "result")):
+        if degree(ld.index, allv) > 1:
+            raise NotMatmul(f"buffer '{ld.base.name}' is indexed by '{_txt(ld.index)}', not affine in the "
+                            f"tiled loop indices", ld if ld.loc else root, illegal=True)
+    ux, uy = uses(lx.index, allv), uses(ly.index, allv)
+    iset, jset = {PREFIX + "i"}, {PREFIX + "j"}
+    if ux & iset and not ux & jset and uy & jset and not uy & iset:
+        (la, oa), (lb, ob) = (lx, x), (ly, y)
+    elif uy & iset and not uy & jset and ux & jset and not ux & iset:
+        (la, oa), (lb, ob) = (ly, y), (lx, x)
+    else:
+        raise NotMatmul("the product is not row(i, k) x column(k, j)", root)
+    if PREFIX + "k" in uses(ctgt.index, allv) or (PREFIX + "k") not in uses(la.index, allv) | uses(lb.index, allv):
+        raise NotMatmul("the result index depends on k or the operands do not", root)
+    names = {la.base.name, lb.base.name, ctgt.base.name}
+    if len(names) != 3:
+        raise NotMatmul("the result buffer is also an operand", root, illegal=True)
+    # every other use of the loop variables is gone: nothing but the three accesses remains
+    placeholder = N.Var(PREFIX + "LOAD")
+    op_a = rewrite(oa, lambda n: placeholder if n is la else n)
+    op_b = rewrite(ob, lambda n: placeholder if n is lb else n)
+    for e in (op_a, op_b):
+        if uses(e, allv):
+            raise NotMatmul("a product operand uses a loop index outside its load", root)
+    dts = {"A": ptrs[la.base.name], "B": ptrs[lb.base.name], "C": ptrs[ctgt.base.name]}
+    return Contraction(func, root, prelude, M, N_, K, batch, ctgt.base.name, ctgt.index, la.base.name,
+                       la.index, lb.base.name, lb.index, op_a, op_b, dts, acc_dtype)
+
+
+def _txt(e) -> str:
+    try:
+        from xpiler.printers import printer_for
+        return printer_for("c").expr(e)
+    except Exception:     # pragma: no cover - diagnostics only
+        return type(e).__name__
+
+
+# ------------------------------------------------------------------------------ text emission
+CTYPE = {"float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16", "int32": "int", "int8": "int8_t",
+         "uint8": "uint8_t", "int16": "short", "float64": "double"}
+
+
+class Emit:
+    def __init__(self, ct: Contraction, dialect: str):
+        from xpiler.printers import printer_for
+        self.ct, self.p = ct, printer_for(dialect)
+
+    def e(self, expr, **vars_) -> str:
+        m = {PREFIX + k: (N.Var(v if v.isidentifier() else f"({v})") if isinstance(v, str) else v)
+             for k, v in vars_.items()}
+        return self.p.expr(substitute(expr, m))
+
+    def load(self, which, b, r, c) -> str:
+        """The global element of A (r = row, c = k) or B (r = k, c = column)."""
+        ct = self.ct
+        if which == "A":
+            return f"{ct.A}[{self.e(ct.a_idx, b=b, i=r, k=c)}]"
+        return f"{ct.B}[{self.e(ct.b_idx, b=b, k=r, j=c)}]"
+
+    def op(self, which, value_text) -> str:
+        op = self.ct.op_a if which == "A" else self.ct.op_b
+        return self.p.expr(substitute(op, {PREFIX + "LOAD": N.Var(f"({value_text})")}))
+
+    def ext(self, which) -> str:
+        return self.p.expr({"M": self.ct.M, "N": self.ct.N_, "K": self.ct.K}[which], 11)
+
+
+def _zero(dtype):
+    return "__float2half(0.0f)" if dtype == "float16" else f"({CTYPE.get(dtype, dtype)})0"
+
+
+def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False) -> str:
+    """Shared-memory tiled kernel body (see module doc); threadIdx.x walks columns."""
+    E = Emit(ct, dialect)
+    ta, tb = CTYPE[ct.dtypes["A"]], CTYPE[ct.dtypes["B"]]
+    acc_t = CTYPE[ct.acc_dtype]
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    nbuf = 2 if double else 1
+    L = [f"__shared__ {ta} xp_As[{nbuf * T * T}];", f"__shared__ {tb} xp_Bs[{nbuf * T * T}];",
+         "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;"]
+    head = len(L)
+    L += [f"const int xp_i = blockIdx.y * {T} + xp_ty;", f"const int xp_j = blockIdx.x * {T} + xp_tx;",
+          f"{acc_t} xp_acc = 0;"]
+
+    def stage(k0, buf):
+        off = f"{buf} * {T * T} + " if double else ""
+        return [f"xp_As[{off}xp_ty * {T} + xp_tx] = (xp_i < {Mx} && {k0} + xp_tx < {Kx}) ? "
+                f"{E.load('A', b, 'xp_i', f'{k0} + xp_tx')} : {_zero(ct.dtypes['A'])};",
+                f"xp_Bs[{off}xp_ty * {T} + xp_tx] = ({k0} + xp_ty < {Kx} && xp_j < {Nx}) ? "
+                f"{E.load('B', b, f'{k0} + xp_ty', 'xp_j')} : {_zero(ct.dtypes['B'])};"]
+
+    def product(buf):
+        off = f"{buf} * {T * T} + " if double else ""
+        a = E.op("A", f"xp_As[{off}xp_ty * {T} + xp_kk]")
+        bb = E.op("B", f"xp_Bs[{off}xp_kk * {T} + xp_tx]")
+        return [f"for (int xp_kk = 0; xp_kk < {T}; ++xp_kk) {{", f"    xp_acc += {a} * {bb};", "}"]
+    if not double:
+        L.append(f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {T}) {{")
+        L += ["    " + s for s in stage("xp_k0", 0)]
+        L.append("    __syncthreads();")
+        L += ["    " + s for s in product(0)]
+        L.append("    __syncthreads();")
+        L.append("}")
+    else:
+        # tile t lives in buffer t % 2: load tile t+1 into the other buffer before computing t
+        L += stage("0", 0)
+        L.append("__syncthreads();")
+        L.append("int xp_pp = 0;")
+        L.append(f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {T}) {{")
+        L.append(f"    if (xp_k0 + {T} < {Kx}) {{")
+        L += ["        " + s for s in stage(f"(xp_k0 + {T})", "(1 - xp_pp)")]
+        L.append("    }")
+        L += ["    " + s for s in product("xp_pp")]
+        L.append("    __syncthreads();")
+        L.append("    xp_pp = 1 - xp_pp;")
+        L.append("}")
+    L.append(f"if (xp_i < {Mx} && xp_j < {Nx}) {{")
+    L.append(f"    {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = xp_acc;")
+    L.append("}")
+    return _batched(ct, E, L, head)
+
+
+def mfma_body(ct: Contraction) -> str:
+    """hip float32: one wave64 per 16x16 tile of C, K in LDS slices of 16 (four 16x16x4 steps)."""
+    E = Emit(ct, "hip")
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    L = ["__shared__ float xp_As[256];", "__shared__ float xp_Bs[256];",
+         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
+         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+    head = len(L)
+    L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
+          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
+          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
+          "        const int xp_r = xp_t / 16;",
+          "        const int xp_c = xp_t % 16;",
+          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
+          f"{E.op('A', E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c'))} : 0.0f;",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? "
+          f"{E.op('B', E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c'))} : 0.0f;",
+          "    }",
+          "    __syncthreads();",
+          "    for (int xp_kk = 0; xp_kk < 16; xp_kk += 4) {",
+          "        const float xp_a = xp_As[xp_li * 16 + xp_kk + xp_g];",
+          "        const float xp_bv = xp_Bs[(xp_kk + xp_g) * 16 + xp_li];",
+          "        xp_acc = __builtin_amdgcn_mfma_f32_16x16x4f32(xp_a, xp_bv, xp_acc, 0, 0, 0);",
+          "    }",
+          "    __syncthreads();",
+          "}",
+          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
+          "    const int xp_c = xp_col0 + xp_li;",
+          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
+          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_acc[xp_e];",
+          "    }",
+          "}"]
+    return _batched(ct, E, L, head)
+
+
+def wmma_body(ct: Contraction) -> str:
+    """cuda half x half -> float: one warp per 16x16 tile of C, 16x16x16 fragments."""
+    E = Emit(ct, "cuda")
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    L = ["__shared__ __align__(32) half xp_As[256];", "__shared__ __align__(32) half xp_Bs[256];",
+         "__shared__ __align__(32) float xp_Cs[256];",
+         "const int xp_l = threadIdx.x;", "const int xp_row0 = blockIdx.y * 16;",
+         "const int xp_col0 = blockIdx.x * 16;"]
+    head = len(L)
+    L += ["wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> xp_fa;",
+          "wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> xp_fb;",
+          "wmma::fragment<wmma::accumulator, 16, 16, 16, float> xp_fc;",
+          "wmma::fill_fragment(xp_fc, 0.0f);",
+          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
+          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 32) {",
+          "        const int xp_r = xp_t / 16;",
+          "        const int xp_c = xp_t % 16;",
+          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
+          f"{E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')} : __float2half(0.0f);",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? "
+          f"{E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c')} : __float2half(0.0f);",
+          "    }",
+          "    __syncthreads();",
+          "    wmma::load_matrix_sync(xp_fa, xp_As, 16);",
+          "    wmma::load_matrix_sync(xp_fb, xp_Bs, 16);",
+          "    wmma::mma_sync(xp_fc, xp_fa, xp_fb, xp_fc);",
+          "    __syncthreads();",
+          "}",
+          "wmma::store_matrix_sync(xp_Cs, xp_fc, 16, wmma::mem_row_major);",
+          "__syncthreads();",
+          "for (int xp_t = xp_l; xp_t < 256; xp_t += 32) {",
+          "    const int xp_r = xp_row0 + xp_t / 16;",
+          "    const int xp_c = xp_col0 + xp_t % 16;",
+          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
+          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_Cs[xp_t];",
+          "    }",
+          "}"]
+    return _batched(ct, E, L, head)
+
+
+def _batched(ct, E, L, head) -> str:
+    """Lines L[head:] run once per batch index (a blockIdx.z-stride loop, so any grid.z works)."""
+    if ct.batch is None:
+        return "\n".join(L)
+    inner = ["    " + ln for ln in L[head:]]
+    return "\n".join(L[:head] + [f"for (int xp_b = blockIdx.z; xp_b < {E.p.expr(ct.batch, 11)}; "
+                                  f"xp_b += gridDim.z) {{"] + inner + ["}"])
+
+
+def launch(ct: Contraction, dialect: str, bx: int, by: int, tile_m: int, tile_n: int) -> dict:
+    from xpiler.printers import printer_for
+    p = printer_for(dialect)
+    Mx, Nx = p.expr(ct.M, 3), p.expr(ct.N_, 3)
+    grid = [f"({Nx} + {tile_n - 1}) / {tile_n}", f"({Mx} + {tile_m - 1}) / {tile_m}",
+            p.expr(ct.batch) if ct.batch is not None else 1]
+    return {"grid": grid, "block": [bx, by, 1]}
+
+
+def rebuild(program: N.Program, ct: Contraction, body_text: str, extra_items=()) -> N.Program:
+    """The program with the kernel's body replaced by prelude + ``body_text`` (parsed back, so
+    the result is ordinary IR); ``extra_items``: top-level text (typedefs, includes) to add."""
+    from xpiler.frontend import parse_text
+    from xpiler.printers import print_program
+    func = ct.func
+    marker = N.Raw("/*XP_BODY*/")
+    nf = func.with_(body=N.Block(tuple(ct.prelude) + (marker,)))
+    items = []
+    for it in program.items:
+        if it is func:
+            items.extend(N.Raw(t) for t in extra_items)
+            items.append(nf)
+        else:
+            items.append(it)
+    text = print_program(program.with_(items=tuple(items)), program.dialect)
+    text = text.replace("/*XP_BODY*/", body_text.replace("\n", "\n    "), 1)
+    return parse_text(text, program.dialect, program.file)
+
+
+# ------------------------------------------------------------------------------ the tiled form back
+def from_tiled(program: N.Program, func: N.Func):
+    """(Contraction, tile) of a kernel that is exactly what :func:`tiled_body` writes (single
+    buffer); NotMatmul otherwise.  Recognition = read the accesses off the tiled kernel, write
+    the tiled kernel for them again and require the same IR: nothing else can slip through."""
+    stmts = list(func.body.stmts)
+    k = next((n for n, s in enumerate(stmts) if isinstance(s, N.Decl) and s.name == PREFIX + "As"
+              and s.scope == "shared"), None)
+    if k is None:
+        raise NotMatmul("no shared-memory tile written by the cache pass", func)
+    T2 = U.const_size(stmts[k])
+    T = int(round((T2 or 0) ** 0.5))
+    loops = {n.var: n for n in walk(func.body) if isinstance(n, N.For)}
+    k0, kk = loops.get(PREFIX + "k0"), loops.get(PREFIX + "kk")
+    if k0 is None or kk is None or T * T != T2:
+        raise NotMatmul("not the cache pass's tiled kernel", func)
+    try:
+        sa, sb = k0.body.stmts[0], k0.body.stmts[1]
+        upd = kk.body.stmts[0]
+        la, lb = sa.value.then, sb.value.then
+        M, K = sa.value.cond.lhs.rhs, sa.value.cond.rhs.rhs
+        Nx = sb.value.cond.rhs.rhs
+        ifs = [s for s in walk(func.body) if isinstance(s, N.If) and isinstance(s.then, N.Block)
+               and len(s.then.stmts) == 1 and isinstance(s.then.stmts[0], N.Assign)
+               and s.then.stmts[0].value == N.Var(PREFIX + "acc")]
+        store = ifs[-1].then.stmts[0]
+        x, y = upd.value.lhs, upd.value.rhs
+    except (AttributeError, IndexError, TypeError):
+        raise NotMatmul("not the cache pass's tiled kernel", func)
+    ka = N.BinOp("+", N.Var(PREFIX + "k0"), N.Var(PREFIX + "tx"))
+    kb = N.BinOp("+", N.Var(PREFIX + "k0"), N.Var(PREFIX + "ty"))
+    kvar = N.Var(PREFIX + "k")
+    a_idx = rewrite(la.index, lambda n: kvar if n == ka else n)
+    b_idx = rewrite(lb.index, lambda n: kvar if n == kb else n)
+    ph = N.Var(PREFIX + "LOAD")
+    op_a = rewrite(x, lambda n: ph if isinstance(n, N.Index) and n.base == N.Var(PREFIX + "As") else n)
+    op_b = rewrite(y, lambda n: ph if isinstance(n, N.Index) and n.base == N.Var(PREFIX + "Bs") else n)
+    bl = loops.get(PREFIX + "b")
+    ptrs = U.pointer_params(func)
+    acc = next(d for d in walk(func.body) if isinstance(d, N.Decl) and d.name == PREFIX + "acc")
+    try:
+        ct = Contraction(func, k0, stmts[:k], M, Nx, K, bl.hi if bl is not None else None, store.target.base.name,
+                         store.target.index, la.base.name, a_idx, lb.base.name, b_idx, op_a, op_b,
+                         {"A": ptrs[la.base.name], "B": ptrs[lb.base.name], "C": ptrs[store.target.base.name]},
+                         acc.type.dtype)
+        again = rebuild(program, ct, tiled_body(ct, program.dialect, T)).func(func.name)
+    except Exception as e:   # anything unexpected means: not our form
+        raise NotMatmul(f"not the cache pass's tiled kernel ({type(e).__name__})", func)
+    if again.body != func.body:
+        raise NotMatmul("the tiled kernel was changed after the cache pass", func)
+    return ct, T
