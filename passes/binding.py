@@ -1,0 +1,570 @@
+"""Loop binding: map the loops of a sequential program onto the target's parallel model.
+
+Mode ``bind`` (default) takes a ``c`` program (an original C kernel, or what loop recovery made
+of a cuda/hip/bang kernel) and returns it in the target dialect with its launch table:
+
+* ``c``: the outermost dependence-free loop gets ``#pragma omp parallel for`` (``For.binding =
+  "omp"``); launch ``{}``.
+* ``cuda`` / ``hip``: the outermost dependence-free loop becomes a grid-stride loop over the
+  global thread index (``For.binding = "global.x"``); when its body is exactly one more
+  dependence-free loop, the pair becomes ``global.y`` / ``global.x``.  The entry becomes a
+  ``__global__`` kernel; launch ``{"grid": ["(n + 255) / 256", 1, 1], "block": [256, 1, 1]}``
+  (expressions over the kernel's parameters; grid-stride loops stay correct for any grid).
+* ``bang``: the outermost dependence-free loop becomes a task-stride loop over ``taskId``;
+  the entry becomes ``__mlu_global__``; launch ``{"dim": [4, 1, 1], "func_type": "union1"}``.
+
+Before (c)::
+
+    void relu(const float* x, float* y, int n) {
+        for (int i = 0; i < n; i++) { float v = x[i]; y[i] = v > 0.0f ? v : 0.0f; }
+    }
+
+After (``binding(target="cuda")``)::
+
+    extern "C" __global__ void relu(const float* x, float* y, int n) {
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+            float v = x[i]; y[i] = v > 0.0f ? v : 0.0f;
+        }
+    }
+    launch = {"grid": ["(n + 255) / 256", 1, 1], "block": [256, 1, 1]}
+
+Mode ``retarget`` moves a SIMT kernel between cuda and hip keeping its thread structure:
+``warpSize`` becomes the literal 32 for hip (wave64 hardware would report 64), CUDA mask
+shuffles become HIP width-32 shuffles, host runtime calls/types/includes are renamed through
+``xpiler.mappings.host_api``.  A hip kernel that still holds 64-lane collectives (shuffles
+without an explicit width <= 32) is refused: detensorize must lower them first.
+
+Legality (:func:`check`): every statement of the entry outside the bound loop must be uniform
+(scalar declarations, local arrays that can be privatized), the bound loop must carry no
+dependence (exact test in ``passes/dependence.py``), except a ``+=`` reduction into memory when
+``atomics=True`` (cuda/hip), which becomes ``atomicAdd``.  Refusals are ``PassError`` XP4001
+naming the loop and its location; XP4002 means there is nothing to do.
+"""
+from __future__ import annotations
+
+import re
+
+from xpiler.ir import nodes as N
+from xpiler.ir.intrinsics import REGISTRY
+from xpiler.ir.visit import rewrite, substitute, walk
+
+from .base import PassError
+from . import dependence as D
+
+NAME = "binding"
+TARGETS = ("cuda", "hip", "bang", "c")
+SIMT = ("cuda", "hip")
+BLOCK_SIZES = (64, 128, 256, 512)
+GRID_CAPS = (None, 1024, 65535)
+BANG_DIMS = ((4, "union1"), (4, "block"), (16, "union1"))
+FALLBACK_GRID = 256          # blocks when the trip count is not an expression over parameters
+
+
+# ============================================================================ entry points
+def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
+          block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
+          func_type: str = "union1", atomics: bool = False, **_):
+    """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c)."""
+    plan = check(program, entry=entry, target=target, mode=mode, loop=loop, block=block,
+                 grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
+    if mode == "retarget":
+        return _retarget(program, plan)
+    return _bind(program, plan)
+
+
+def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
+          block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
+          func_type: str = "union1", atomics: bool = False, **_) -> dict:
+    """Raise PassError when the binding is illegal; else return the plan ``apply`` follows."""
+    if target not in TARGETS:
+        raise PassError(NAME, f"unknown target '{target}' (one of {', '.join(TARGETS)})", code="XP4001")
+    try:
+        func = program.func(entry)
+    except KeyError:
+        raise PassError(NAME, f"entry function '{entry}' not found", code="XP4001") from None
+    if mode == "retarget":
+        return check_retarget(program, func, target)
+    if mode not in ("bind", "auto"):
+        raise PassError(NAME, f"unknown mode '{mode}' (bind | retarget)", func)
+    if program.dialect != "c":
+        if program.dialect in SIMT and target in SIMT:
+            raise PassError(NAME, f"program is already {program.dialect}: use mode='retarget'", func, "XP4002")
+        if program.dialect == target:
+            raise PassError(NAME, f"program is already bound for {target}", func, "XP4002")
+        raise PassError(NAME, f"binding maps sequential c programs; this one is {program.dialect} "
+                              f"(run loop_recovery first)", func)
+    if target in SIMT and block not in BLOCK_SIZES:
+        raise PassError(NAME, f"block size {block} is not one of {BLOCK_SIZES}", func)
+    if target == "bang" and func_type not in ("block", "union1", "union2", "union4"):
+        raise PassError(NAME, f"unknown BANG function type '{func_type}'", func)
+    if target == "bang" and (tasks < 1 or func_type.startswith("union") and tasks % (4 * int(func_type[5:])) != 0):
+        raise PassError(NAME, f"{tasks} tasks do not fill whole {func_type} clusters", func)
+    check_portable(program, target)
+    if target == "c":
+        return _plan_c(program, func, loop)
+    return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
+
+
+def candidates(program: N.Program, target: str) -> list:
+    """Legal parameter sets: each bindable loop x block size x grid cap (cuda/hip), x task
+    configurations (bang); the retarget mode for SIMT -> SIMT."""
+    out = []
+    for f in program.kernels or program.funcs:
+        if f.body is None:
+            continue
+        if program.dialect in SIMT and target in SIMT:
+            try:
+                check_retarget(program, f, target)
+                out.append({"target": target, "mode": "retarget"})
+            except PassError:
+                pass
+            continue
+        for lp in _top_loops(f):
+            ref = D.loop_ref(f, lp)
+            base = {"target": target, "loop": ref}
+            try:
+                check(program, entry=f.name, **base)
+            except PassError:
+                continue
+            if target in SIMT:
+                for b in BLOCK_SIZES:
+                    for cap in GRID_CAPS:
+                        out.append(dict(base, block=b, grid_cap=cap))
+            elif target == "bang":
+                for t, ft in BANG_DIMS:
+                    out.append(dict(base, tasks=t, func_type=ft))
+            else:
+                out.append(base)
+    return out
+
+
+# ============================================================================ named checks
+def check_portable(program: N.Program, target: str) -> None:
+    """Every intrinsic and vector type of the program must exist in ``target`` (x86 intrinsics,
+    WMMA, MFMA, __bang_* must first be lowered by detensorize)."""
+    for n in walk(program.items):
+        if isinstance(n, N.Intrinsic):
+            d = REGISTRY.get(n.name)
+            if d is not None and d.category != "math" and target not in d.dialects:
+                raise PassError(NAME, f"'{n.name}' ({d.category}) does not exist in {target}: detensorize it "
+                                      f"first", n)
+        if isinstance(n, N.Vector) and n.spelling.startswith("__m") and target != "c":
+            raise PassError(NAME, f"x86 vector type '{n.spelling}' does not exist in {target}: detensorize "
+                                  f"first", n)
+
+
+def check_uniform_prelude(func: N.Func, loop: N.For) -> tuple:
+    """Statements of ``func`` outside ``loop`` run in every thread/task: they must be uniform
+    (declarations with side-effect-free initialisers, uninitialised local arrays, early
+    returns).  Returns the local arrays declared there."""
+    arrays = []
+    for s in func.body.stmts:
+        if s is loop or isinstance(s, (N.Comment, N.Pragma)):
+            continue
+        if isinstance(s, N.Decl):
+            if isinstance(s.type, N.Array) and s.init is None:
+                arrays.append(s.name)
+                continue
+            if isinstance(s.type, (N.Scalar, N.Pointer, N.Named)) and _pure(s.init):
+                continue
+        if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.Cast) and _pure(s.expr):
+            continue                          # (void)x;
+        if isinstance(s, N.Return) and s.value is None:
+            continue
+        if isinstance(s, N.If) and s.else_ is None and _pure(s.cond) and _only_returns(s.then):
+            continue                          # if (n <= 0) return;
+        what = type(s).__name__.lower()
+        if isinstance(s, (N.For, N.CFor, N.While)):
+            what = "another loop"
+        raise PassError(NAME, f"{what} outside loop '{loop.var}' would run in every thread/task "
+                              f"(only one parallel loop nest per kernel can be bound)", s)
+    return tuple(arrays)
+
+
+def check_loop_parallel(program, func, loop, private=()) -> None:
+    dep = D.check_parallel(program, func, loop, private)
+    if dep is not None:
+        raise PassError(NAME, f"loop '{loop.var}' carries a dependence: {dep}", loop)
+
+
+def check_retarget(program: N.Program, func: N.Func, target: str) -> dict:
+    src = program.dialect
+    if src not in SIMT or target not in SIMT:
+        raise PassError(NAME, f"retarget moves SIMT kernels between cuda and hip, not {src} -> {target}", func)
+    if src == target:
+        raise PassError(NAME, f"program is already {target}", func, "XP4002")
+    for n in walk(program.items):
+        if isinstance(n, N.Fragment):
+            raise PassError(NAME, "WMMA fragments have no hip form: detensorize first", n)
+        if isinstance(n, N.Intrinsic):
+            d = REGISTRY.get(n.name)
+            cat = d.category if d else ""
+            if cat in ("wmma", "mfma"):
+                raise PassError(NAME, f"'{n.name}' ({cat}) has no {target} form: detensorize first", n)
+            if cat == "warp":
+                if src == "hip":
+                    w = _shuffle_width(n, program)
+                    if w is None or w > 32:
+                        raise PassError(NAME, f"'{n.name}' is a {'64' if w is None or w == 64 else w}-lane "
+                                              f"wavefront collective (width {'warpSize' if w is None else w}); "
+                                              f"lower it with detensorize before moving to {target}", n)
+                elif n.name == "__ballot_sync":
+                    raise PassError(NAME, "__ballot_sync returns a 64-bit mask on hip: not retargeted", n)
+                elif n.name.endswith("_sync") and not _full_mask(n.args[0], program):
+                    raise PassError(NAME, f"'{n.name}' with a partial lane mask has no hip form", n)
+            elif d is not None and cat != "math" and target not in d.dialects:
+                raise PassError(NAME, f"'{n.name}' does not exist in {target}", n)
+    return {"mode": "retarget", "target": target, "entry": func.name}
+
+
+# ============================================================================ planning
+def _at(node, func):
+    """``node`` when it has a source location (else its function: loops made by loop recovery
+    have none)."""
+    return node if getattr(node, "loc", None) is not None else func
+
+
+def _top_loops(func: N.Func) -> list:
+    return [s for s in func.body.stmts if isinstance(s, N.For)]
+
+
+def _pick_loop(func: N.Func, loop) -> N.For:
+    if loop is not None:
+        if D.is_ambiguous(func, loop):
+            raise PassError(NAME, f"loop reference '{loop}' is ambiguous (use '{loop}#k' or 'line:N')", func)
+        lp = D.find_loop(func, loop)
+        if lp is None:
+            raise PassError(NAME, f"no loop '{loop}' in {func.name}", func)
+        return lp
+    tops = _top_loops(func)
+    if not tops:
+        raise PassError(NAME, f"{func.name} has no canonical loop to bind", func, "XP4002")
+    return tops[0]
+
+
+def _plan_c(program, func, loop):
+    tops = [_pick_loop(func, loop)] if loop is not None else _top_loops(func)
+    if not tops:
+        raise PassError(NAME, f"{func.name} has no canonical loop to parallelize", func, "XP4002")
+    todo, first_err = [], None
+    for lp in tops:
+        if lp.binding == "omp" or any(p.startswith("omp") for p in lp.pragmas):
+            continue
+        dep = D.check_parallel(program, func, lp)
+        if dep is not None:
+            first_err = first_err or PassError(NAME, f"loop '{lp.var}' carries a dependence: {dep}", _at(lp, func))
+            continue
+        todo.append(lp)
+    if not todo:
+        if first_err is not None and loop is not None:
+            raise first_err
+        raise PassError(NAME, "every parallel top-level loop already has an OpenMP pragma" if first_err is None
+                        else f"no parallel loop: {first_err.why}", func, "XP4002")
+    return {"mode": "bind", "target": "c", "func": func, "loops": [(lp, "omp") for lp in todo], "private": ()}
+
+
+def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics):
+    lp = _pick_loop(func, loop)
+    if not any(s is lp for s in func.body.stmts):
+        raise PassError(NAME, f"loop '{lp.var}' is not at the top level of {func.name}: binding it would need a "
+                              f"grid-wide barrier per iteration of the loops around it", _at(lp, func))
+    arrays = check_uniform_prelude(func, lp)
+    private, why_not = D.privatizable(program, func, lp) if arrays else ((), {})
+    atomic_stmts = ()
+    dep = D.check_parallel(program, func, lp, private)
+    if dep is not None:
+        if atomics and target in SIMT:
+            atomic_stmts = _atomic_reductions(program, func, lp, private)
+        if not atomic_stmts:
+            extra = f" ({dep.buffer}: {why_not[dep.buffer]})" if dep.buffer in why_not else ""
+            raise PassError(NAME, f"loop '{lp.var}' carries a dependence: {dep}{extra}", _at(lp, func))
+    bound = [(lp, "global.x" if target in SIMT else "taskId")]
+    if target in SIMT and dims != 1 and not atomic_stmts:
+        body = D.strip_comments(lp.body.stmts)
+        if len(body) == 1 and isinstance(body[0], N.For):
+            inner = body[0]
+            if D.check_parallel(program, func, inner, private) is None:
+                bound = [(lp, "global.y"), (inner, "global.x")]
+    if dims == 2 and len(bound) == 1:
+        raise PassError(NAME, f"loop '{lp.var}' has no directly nested parallel loop for a 2-D binding", lp)
+    return {"mode": "bind", "target": target, "func": func, "loops": bound, "private": private,
+            "block": block, "grid_cap": grid_cap, "tasks": tasks, "func_type": func_type, "atomic": atomic_stmts}
+
+
+def _atomic_reductions(program, func, lp, private) -> tuple:
+    """Statements ``B[e] += v`` that are the only accesses to the buffers carrying a
+    dependence of ``lp`` (and no scalar is carried): they can become atomicAdd."""
+    deps = D.carried(program, func, lp, private=private)
+    if any(d.kind == "scalar" for d in deps):
+        return ()
+    bufs = {d.buffer for d in deps}
+    stmts = []
+    for n in walk(lp.body):
+        touched = {x.name for x in walk(n) if isinstance(x, N.Var)} & bufs if isinstance(n, N.Stmt) and \
+            not isinstance(n, (N.Block, N.For, N.If, N.While, N.CFor)) else set()
+        if not touched:
+            continue
+        if isinstance(n, N.Assign) and n.op == "+=" and isinstance(n.target, N.Index) and \
+                isinstance(n.target.base, N.Var) and n.target.base.name in bufs and \
+                not ({x.name for x in walk(n.value) if isinstance(x, N.Var)} & bufs):
+            stmts.append(n)
+        else:
+            return ()
+    return tuple(stmts)
+
+
+# ============================================================================ rewriting
+def _bind(program: N.Program, plan: dict):
+    func, target = plan["func"], plan["target"]
+    marks = {id(lp): b for lp, b in plan["loops"]}
+    atomic = {id(s) for s in plan.get("atomic", ())}
+    private = set(plan["private"])
+    moved = {s.name: s for s in func.body.stmts if isinstance(s, N.Decl) and s.name in private}
+    outer = plan["loops"][0][0]
+
+    # rewrite by identity: walk the original tree and rebuild
+    def rebuild(n):
+        if isinstance(n, N.For) and id(n) in marks:
+            body = rebuild(n.body)
+            pr = tuple(p for p in n.pragmas if not p.startswith("omp")) if target != "c" else n.pragmas
+            if n is outer and moved:
+                body = body.with_(stmts=tuple(moved.values()) + body.stmts)
+            return n.with_(body=body, binding=marks[id(n)], pragmas=pr)
+        if isinstance(n, N.Assign) and id(n) in atomic:
+            return N.ExprStmt(N.Intrinsic("atomicAdd", (N.UnOp("&", n.target), n.value), loc=n.loc), loc=n.loc)
+        if isinstance(n, N.Block):
+            stmts = tuple(rebuild(s) for s in n.stmts if not (n is func.body and isinstance(s, N.Decl)
+                                                                and s.name in moved))
+            return n.with_(stmts=stmts)
+        if isinstance(n, N.Node) and not isinstance(n, N.Expr):
+            from dataclasses import fields, replace
+            ch = {}
+            for f in fields(n):
+                if f.name == "loc":
+                    continue
+                v = getattr(n, f.name)
+                if isinstance(v, N.Stmt):
+                    nv = rebuild(v)
+                    if nv is not v:
+                        ch[f.name] = nv
+            return replace(n, **ch) if ch else n
+        return n
+
+    body = rebuild(func.body)
+    if target == "c":
+        new_func = func.with_(body=body)
+        return _replace_func(program, func, new_func), {}
+    attrs = tuple(a for a in func.attrs if a not in ("static", "inline"))
+    if "extern_c" not in attrs:
+        attrs = ("extern_c",) + attrs
+    new_func = func.with_(body=body, kind="kernel", attrs=attrs)
+    prog = _replace_func(program, func, new_func)
+    items = []
+    for it in prog.items:
+        if isinstance(it, N.Func) and it is not new_func and it.body is not None and it.kind != "kernel":
+            it = it.with_(kind="device", attrs=tuple(a for a in it.attrs if a != "extern_c"))
+        items.append(it)
+    from xpiler.printers.headers import headers_for, foreign_include
+    heads = tuple(h for h in headers_for(program, target)
+                  if not any(isinstance(i, N.Directive) and i.text == h.text for i in items))
+    items = [i for i in items if not (isinstance(i, N.Directive) and i.kind == "include"
+                                      and foreign_include(i.text, target))]
+    lead = 0
+    while lead < len(items) and isinstance(items[lead], N.Comment):
+        lead += 1
+    items = items[:lead] + list(heads) + items[lead:]
+    prog = prog.with_(dialect=target, items=tuple(items))
+    return prog, _launch(program, func, plan)
+
+
+def _replace_func(program, old, new):
+    return program.with_(items=tuple(new if it is old else it for it in program.items))
+
+
+def _launch(program, func, plan) -> dict:
+    target = plan["target"]
+    if target == "bang":
+        return {"dim": [plan["tasks"], 1, 1], "func_type": plan["func_type"]}
+    block = plan["block"]
+    cap = plan["grid_cap"]
+    loops = plan["loops"]
+    if len(loops) == 1:
+        return {"grid": [_blocks(program, func, loops[0][0], block, cap), 1, 1], "block": [block, 1, 1]}
+    bx = 32 if block >= 32 else block
+    by = max(1, block // bx)
+    gy = _blocks(program, func, loops[0][0], by, cap if cap else 65535)
+    gx = _blocks(program, func, loops[1][0], bx, cap)
+    return {"grid": [gx, gy, 1], "block": [bx, by, 1]}
+
+
+def _blocks(program, func, loop, per_block, cap):
+    ext = trip_count_expr(program, func, loop)
+    if ext is None:
+        return FALLBACK_GRID if cap is None else min(FALLBACK_GRID, cap)
+    text = f"({ext} + {per_block - 1}) / {per_block}"
+    return f"min({text}, {cap})" if cap else text
+
+
+def trip_count_expr(program, func, loop):
+    """The trip count of ``loop`` as an expression over the kernel's integer parameters (text
+    for the spec's [launch]), or None."""
+    lets = {}
+    assigned = D.assigned_names(func.body)
+    for s in func.body.stmts:
+        if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and s.name not in assigned:
+            lets[s.name] = s.init
+    macros = program.macro_table()
+    e = loop.hi if isinstance(loop.lo, N.Const) and loop.lo.value == 0 else N.BinOp("-", loop.hi, loop.lo)
+    if not (isinstance(loop.step, N.Const) and loop.step.value == 1):
+        e = N.BinOp("/", N.BinOp("+", e, N.BinOp("-", loop.step, N.Const(1))), loop.step)
+    for _ in range(10):
+        mapping = dict(lets)
+        for m in macros.values():
+            if m.params is None and m.expr is not None:
+                mapping[m.name] = m.expr
+        ne = substitute(e, mapping)
+        if ne == e:
+            break
+        e = ne
+    params = {p.name for p in func.params if isinstance(p.type, N.Scalar) and p.type.dtype in D.INT_DTYPES}
+    ok = True
+
+    def strip(n):
+        nonlocal ok
+        if isinstance(n, N.Cast):
+            return n.expr
+        if isinstance(n, N.Var) and n.name not in params:
+            ok = False
+        if isinstance(n, N.Const) and not isinstance(n.value, int):
+            ok = False
+        if not isinstance(n, (N.Var, N.Const, N.BinOp, N.UnOp, N.Cast, N.Block)):
+            ok = False
+        if isinstance(n, N.BinOp) and n.op not in ("+", "-", "*", "/", "%"):
+            ok = False
+        return n
+    e = rewrite(e, strip)
+    if not ok:
+        return None
+    from xpiler.printers import printer_for
+    pr = printer_for("c")
+    return _const_text(pr.expr(e))
+
+
+def _const_text(s: str) -> str:
+    return re.sub(r"\b(\d+)[uUlL]+\b", r"\1", s)
+
+
+# ============================================================================ retarget
+def _retarget(program: N.Program, plan: dict) -> N.Program:
+    src, dst = program.dialect, plan["target"]
+    rename = host_rename_table(src, dst)
+
+    def fn(n):
+        if isinstance(n, N.Builtin) and n.name == "warpSize" and dst == "hip":
+            return N.Const(32, "int32", "32", loc=n.loc)
+        if isinstance(n, N.Intrinsic) and dst == "hip" and n.name.startswith("__shfl") and n.name.endswith("_sync"):
+            args = tuple(n.args[1:])
+            if len(args) == 2:
+                args += (N.Const(32, "int32", "32"),)
+            return N.Intrinsic(n.name[:-len("_sync")], args, loc=n.loc)
+        if isinstance(n, N.Intrinsic) and dst == "cuda" and n.name.startswith("__shfl") and \
+                not n.name.endswith("_sync"):
+            return N.Intrinsic(n.name + "_sync", (N.Const(0xffffffff, "uint32", "0xffffffffu"),) + tuple(n.args),
+                               loc=n.loc)
+        if isinstance(n, N.Barrier) and n.kind == "warp" and dst == "hip":
+            return N.Comment("// __syncwarp(): a wavefront executes its lanes together", loc=n.loc)
+        if isinstance(n, N.Call) and isinstance(n.func, str) and n.func in rename:
+            return n.with_(func=rename[n.func])
+        if isinstance(n, N.Var) and n.name in rename:
+            return n.with_(name=rename[n.name])
+        if isinstance(n, N.Named) and n.name in rename:
+            return n.with_(name=rename[n.name])
+        if isinstance(n, N.Launch) and dst == "cuda" and n.style == "ggl":
+            return n.with_(style="chevron")
+        if isinstance(n, N.Directive) and n.kind == "include":
+            for a, b in INCLUDE_MAP[(src, dst)]:
+                if a in n.text:
+                    return n.with_(text=n.text.replace(a, b))
+        return n
+    items = rewrite(program.items, fn)
+    return program.with_(dialect=dst, items=items)
+
+
+INCLUDE_MAP = {("cuda", "hip"): (("<cuda_runtime.h>", "<hip/hip_runtime.h>"), ("<cuda_fp16.h>", "<hip/hip_fp16.h>"),
+                                 ("<cuda_bf16.h>", "<hip/hip_bf16.h>")),
+               ("hip", "cuda"): (("<hip/hip_runtime.h>", "<cuda_runtime.h>"), ("<hip/hip_fp16.h>", "<cuda_fp16.h>"),
+                                 ("<hip/hip_bf16.h>", "<cuda_bf16.h>"))}
+
+
+def host_rename_table(src: str, dst: str) -> dict:
+    """Identifier renames src -> dst read off the host API mapping table (same position of
+    differing identifiers in the two forms of a row)."""
+    from xpiler.mappings.host_api import TABLE
+    out = {}
+    ident = re.compile(r"[A-Za-z_]\w*")
+    for row in TABLE:
+        a, b = row.forms.get(src), row.forms.get(dst)
+        if not a or not b or a.startswith("#"):
+            continue
+        ta = [t for t in ident.findall(a) if not row.operands or t not in row.operands]
+        tb = [t for t in ident.findall(b) if not row.operands or t not in row.operands]
+        if len(ta) != len(tb):
+            continue
+        for x, y in zip(ta, tb):
+            if x != y and x.startswith(("cuda", "hip")):
+                out.setdefault(x, y)
+    return out
+
+
+def _shuffle_width(n: N.Intrinsic, program):
+    """Explicit shuffle width (int) or None when it is the hardware wavefront width."""
+    d = REGISTRY.get(n.name)
+    names = [a.name for a in d.args] if d else []
+    if "width" not in names or names.index("width") >= len(n.args):
+        return None
+    w = n.args[names.index("width")]
+    return _const_value(w, program)
+
+
+def _const_value(e, program):
+    if isinstance(e, N.Const) and isinstance(e.value, int):
+        return e.value
+    if isinstance(e, N.Var):
+        m = program.macro_table().get(e.name)
+        if m is not None and m.expr is not None:
+            return _const_value(m.expr, program)
+    if isinstance(e, N.Builtin) and e.name == "warpSize":
+        return None
+    return None
+
+
+def _full_mask(e, program) -> bool:
+    v = _const_value(e, program)
+    if v is None and isinstance(e, N.UnOp) and e.op == "~":
+        inner = _const_value(e.operand, program)
+        return inner == 0
+    return v is not None and v & 0xffffffff == 0xffffffff
+
+
+def _only_returns(s) -> bool:
+    if isinstance(s, N.Return):
+        return s.value is None
+    if isinstance(s, N.Block):
+        body = D.strip_comments(s.stmts)
+        return bool(body) and all(_only_returns(x) for x in body)
+    return False
+
+
+def _pure(e) -> bool:
+    if e is None:
+        return True
+    for n in walk(e):
+        if isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in D.PURE_CALLS):
+            return False
+        if isinstance(n, N.AssignExpr) or isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
+            return False
+        if isinstance(n, N.Intrinsic):
+            d = REGISTRY.get(n.name)
+            if d is None or d.category != "math":
+                return False
+    return True

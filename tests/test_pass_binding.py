@@ -1,0 +1,258 @@
+"""Loop binding: c programs onto cuda / hip / bang / OpenMP, SIMT retargeting, and the refusals
+(each asserting the diagnostic code and the line it points at).  End-to-end cases run the
+pass inside ``migrate`` and verify the result on the emulators."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xpiler.frontend import parse_file, parse_text
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+from xpiler.passes import binding
+from xpiler.passes.base import PassError
+from xpiler.printers import print_program
+
+ROOT = Path(__file__).resolve().parents[1]
+EX = ROOT / "examples"
+
+
+def c_prog(text: str) -> N.Program:
+    return parse_text(text, "c", "k.c")
+
+
+def loops(prog, name):
+    return [n for n in walk(prog.func(name)) if isinstance(n, N.For)]
+
+
+def refused(prog, code="XP4001", **kw) -> PassError:
+    with pytest.raises(PassError) as ei:
+        binding.apply(prog, **kw)
+    assert ei.value.code == code, ei.value.why
+    return ei.value
+
+
+RELU = """void relu(const float* x, float* y, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+"""
+
+
+# ------------------------------------------------------------------------------ bind
+def test_bind_cuda_one_loop_grid_stride():
+    prog, launch = binding.apply(c_prog(RELU), entry="relu", target="cuda")
+    assert prog.dialect == "cuda"
+    f = prog.func("relu")
+    assert f.kind == "kernel" and f.has("extern_c")
+    assert [l.binding for l in loops(prog, "relu")] == ["global.x"]
+    assert launch == {"grid": ["(n + 255) / 256", 1, 1], "block": [256, 1, 1]}
+    text = print_program(prog)
+    assert "__global__" in text and "#include <cuda_runtime.h>" in text
+    assert "i += gridDim.x * blockDim.x" in text.replace("(", "").replace(")", "")
+
+
+def test_bind_block_size_and_cap_reach_the_launch():
+    _, launch = binding.apply(c_prog(RELU), entry="relu", target="hip", block=128, grid_cap=1024)
+    assert launch == {"grid": ["min((n + 127) / 128, 1024)", 1, 1], "block": [128, 1, 1]}
+    e = refused(c_prog(RELU), entry="relu", target="cuda", block=100)
+    assert "block size" in e.why
+
+
+def test_bind_bang_task_stride():
+    prog, launch = binding.apply(c_prog(RELU), entry="relu", target="bang", tasks=16, func_type="union1")
+    assert prog.dialect == "bang" and loops(prog, "relu")[0].binding == "taskId"
+    assert launch == {"dim": [16, 1, 1], "func_type": "union1"}
+    text = print_program(prog)
+    assert "__mlu_global__" in text and "taskDim" in text
+    refused(c_prog(RELU), entry="relu", target="bang", tasks=6, func_type="union1")
+
+
+def test_bind_c_adds_omp_and_is_a_noop_when_present():
+    prog, launch = binding.apply(c_prog(RELU), entry="relu", target="c")
+    assert launch == {} and prog.dialect == "c"
+    assert "#pragma omp parallel for" in print_program(prog)
+    gemm = parse_file(EX / "gemm" / "gemm.c")
+    refused(gemm, "XP4002", entry="gemm", target="c")
+
+
+def test_bind_two_nested_parallel_loops_2d():
+    prog, launch = binding.apply(parse_file(EX / "maxpool2d" / "maxpool2d.c"), entry="maxpool2d", target="cuda")
+    ls = loops(prog, "maxpool2d")
+    assert [l.binding for l in ls[:2]] == ["global.y", "global.x"]
+    assert launch["block"] == [32, 8, 1]
+    assert "H - KH" in launch["grid"][0] and "N" in launch["grid"][1]
+
+
+def test_pointer_alias_and_size_products_are_seen_through():
+    # bmm writes through c = C + ((b*M + i)*N) with b = t / M, i = t % M: still independent
+    prog, _ = binding.apply(parse_file(EX / "bmm" / "bmm.c"), entry="bmm", target="cuda")
+    assert loops(prog, "bmm")[0].binding == "global.x"
+    # ... and a write through an alias that overlaps the next iteration is caught
+    src = """void f(float* y, const float* x, int n)
+{
+    float* p = y + 1;
+    for (int i = 0; i < n - 1; i++) {
+        p[i] = y[i] + x[i];
+    }
+}
+"""
+    e = refused(c_prog(src), entry="f", target="cuda")
+    assert e.line == 4 and "'i'" in e.why and "'y'" in e.why
+
+
+def test_local_array_is_privatized_when_every_read_is_covered():
+    prog, _ = binding.apply(parse_file(EX / "self_attention" / "self_attention.c"), entry="self_attention",
+                            target="cuda")
+    outer = loops(prog, "self_attention")[0]
+    assert outer.binding == "global.x"
+    assert isinstance(outer.body.stmts[0], N.Decl) and outer.body.stmts[0].name == "p"
+    assert not any(isinstance(s, N.Decl) and s.name == "p" for s in prog.func("self_attention").body.stmts)
+
+
+def test_local_array_read_before_write_is_not_privatized():
+    src = """void f(const float* x, float* y, int n)
+{
+    float t[4];
+    for (int i = 0; i < n; i++) {
+        y[i] = t[0];
+        t[0] = x[i];
+    }
+}
+"""
+    e = refused(c_prog(src), entry="f", target="cuda")
+    assert e.line == 4 and "'t'" in e.why
+
+
+# ------------------------------------------------------------------------------ refusals
+def test_refuse_prefix_sum():
+    src = """void scan(float* a, int n)
+{
+    for (int i = 1; i < n; i++) {
+        a[i] = a[i - 1] + a[i];
+    }
+}
+"""
+    e = refused(c_prog(src), entry="scan", target="cuda")
+    assert e.line == 3 and e.file == "k.c" and "loop 'i'" in e.why and "'a'" in e.why
+
+
+def test_refuse_scalar_reduction_without_atomics():
+    src = """void total(const float* x, float* out, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) {
+        s += x[i];
+    }
+}
+"""
+    e = refused(c_prog(src), entry="total", target="hip")
+    assert e.line == 4 and "'s'" in e.why
+
+
+def test_atomic_reduction_only_when_asked():
+    src = """void colsum(const float* A, float* y, int m, int n)
+{
+    for (int i = 0; i < m; i++) {
+        for (int j = 0; j < n; j++) {
+            y[j] += A[i * n + j];
+        }
+    }
+}
+"""
+    e = refused(c_prog(src), entry="colsum", target="cuda", dims=1)
+    assert e.line == 3 and "'y'" in e.why
+    prog, _ = binding.apply(c_prog(src), entry="colsum", target="cuda", atomics=True)
+    assert "atomicAdd(&y[j], A[i * n + j]);" in print_program(prog)
+    refused(c_prog(src), entry="colsum", target="bang", atomics=True)   # no atomic path on bang
+
+
+def test_refuse_second_loop_needing_grid_barrier():
+    src = """void two(const float* x, float* t, float* y, int n)
+{
+    for (int i = 0; i < n; i++) {
+        t[i] = x[i] * 2.0f;
+    }
+    for (int i = 0; i < n; i++) {
+        y[i] = t[n - 1 - i];
+    }
+}
+"""
+    e = refused(c_prog(src), entry="two", target="cuda")
+    assert e.line == 6 and "every thread" in e.why
+
+
+def test_refuse_x86_intrinsics_until_detensorized():
+    e = refused(parse_file(EX / "relu" / "relu_avx512.c"), entry="relu_avx512", target="bang")
+    assert e.line is not None and "_mm512" in e.why
+
+
+def test_refuse_non_c_program_and_unknown_target():
+    cu = parse_file(EX / "relu" / "relu.cu")
+    refused(cu, "XP4002", entry="relu", target="hip")             # use mode='retarget'
+    refused(cu, "XP4001", entry="relu", target="bang")            # needs loop recovery first
+    refused(c_prog(RELU), "XP4001", entry="relu", target="opencl")
+
+
+# ------------------------------------------------------------------------------ retarget
+def test_retarget_cuda_to_hip_renames_host_api():
+    prog = binding.apply(parse_file(EX / "relu" / "relu.cu"), entry="relu", target="hip", mode="retarget")
+    assert prog.dialect == "hip"
+    text = print_program(prog)
+    assert "hipMalloc" in text and "cudaMalloc" not in text and "hipMemcpyHostToDevice" in text
+    assert "<hip/hip_runtime.h>" in text and "cuda_runtime.h" not in text
+
+
+def test_retarget_makes_warp_width_explicit():
+    src = """#include <cuda_runtime.h>
+extern "C" __global__ void wsum(const float* x, float* y, int n)
+{
+    float v = x[threadIdx.x];
+    for (int off = warpSize / 2; off > 0; off /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (threadIdx.x % warpSize == 0)
+        y[threadIdx.x / warpSize] = v;
+}
+"""
+    prog = binding.apply(parse_text(src, "cuda", "w.cu"), entry="wsum", target="hip", mode="retarget")
+    text = print_program(prog)
+    assert "warpSize" not in text and "32 / 2" in text
+    assert "__shfl_xor(v, off, 32)" in text
+
+
+def test_retarget_refuses_wave64_collectives():
+    e = refused(parse_file(EX / "gemv" / "gemv.hip"), entry="gemv", target="cuda", mode="retarget")
+    assert e.line == 22 and "64-lane" in e.why
+    e = refused(parse_file(EX / "gemm" / "gemm_wmma.cu"), entry="gemm_wmma", target="hip", mode="retarget")
+    assert "WMMA" in e.why and e.line is not None
+    refused(parse_file(EX / "relu" / "relu.cu"), "XP4002", entry="relu", target="cuda", mode="retarget")
+
+
+# ------------------------------------------------------------------------------ candidates
+def test_candidates():
+    c = binding.candidates(c_prog(RELU), "cuda")
+    assert {x["block"] for x in c} == {64, 128, 256, 512} and all(x["loop"] == "i" for x in c)
+    assert binding.candidates(c_prog(RELU), "bang")
+    src = "void scan(float* a, int n)\n{\n    for (int i = 1; i < n; i++)\n        a[i] += a[i - 1];\n}\n"
+    assert binding.candidates(c_prog(src), "cuda") == []
+    assert binding.candidates(parse_file(EX / "relu" / "relu.cu"), "hip") == [{"target": "hip", "mode": "retarget"}]
+
+
+# ------------------------------------------------------------------------------ end to end
+@pytest.mark.parametrize("src,target,mode", [
+    ("softmax/softmax.c", "cuda", "bind"),
+    ("maxpool2d/maxpool2d.c", "hip", "bind"),
+    ("self_attention/self_attention.c", "bang", "bind"),
+    ("add/add.cu", "hip", "retarget"),
+    ("gemm/gemm.hip", "cuda", "retarget"),
+])
+def test_migrate_verifies(tmp_path, src, target, mode):
+    from xpiler.migrate.driver import migrate
+    r = migrate(EX / src, target, outdir=tmp_path / "out", jobs=1,
+                pipeline=[("binding", {"target": target, "mode": mode})])
+    assert r.verified, [str(d) for d in r.diagnostics]
+    assert r.output_path.suffix == {"cuda": ".cu", "hip": ".hip", "bang": ".mlu"}[target]
