@@ -1,5 +1,5 @@
 """Measure the binding pass end to end: every example migrated with the one-pass pipeline
-``[("binding", {...})]`` through ``xpiler.migrate.driver.migrate`` and verified on its
+``[("binding", {...})]`` through ``xpiler.migration.driver.migrate`` and verified on its
 substrate (emulators for cuda/hip/bang, native for c) against the source kernel.
 
 Directions measured:
@@ -37,7 +37,7 @@ EXT = {"c": ".c", "cuda": ".cu", "hip": ".hip", "bang": ".mlu"}
 
 
 def run_one(src: Path, target: str, mode: str) -> dict:
-    from xpiler.migrate.driver import migrate
+    from xpiler.migration.driver import migrate
     t0 = time.time()
     with tempfile.TemporaryDirectory() as out:
         try:

@@ -36,16 +36,17 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", default=[])
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--no-detensorize", action="store_true")
+    ap.add_argument("--no-normalize", action="store_true", help="loop_recovery with normalize=False")
     a = ap.parse_args(argv)
-    from xpiler.migrate.driver import migrate
+    from xpiler.migration.driver import migrate
     from xpiler.passes.base import available
 
     pipeline = []
     if "detensorize" in available() and not a.no_detensorize:
         pipeline.append(("detensorize", {"target": "c"}))
-    pipeline.append(("loop_recovery", {}))
+    pipeline.append(("loop_recovery", {"normalize": False} if a.no_normalize else {}))
     print(f"pipeline: {' -> '.join(p for p, _ in pipeline)}")
-    totals = {}
+    totals, normalized = {}, {}
     t_all = time.time()
     for d, src in kernels(a.dialect or ["cuda", "hip", "bang"], set(a.only)):
         t0 = time.time()
@@ -59,14 +60,44 @@ def main(argv=None) -> int:
                 ok, why = False, f"{type(e).__name__}: {e}"
         v, n = totals.get(d, (0, 0))
         totals[d] = (v + ok, n + 1)
+        norm = "" if a.no_normalize else _normalized(src, pipeline)
+        if norm == "normalized":
+            normalized[d] = normalized.get(d, 0) + 1
         why = why.replace("\n", " ")
         print(f"{'verified' if ok else 'FAILED  '} {d:5s} {src.relative_to(ROOT)} ({time.time() - t0:.1f}s)"
-              + ("" if ok else f": {why[:300]}"), flush=True)
+              + (f" [{norm}]" if norm else "") + ("" if ok else f": {why[:300]}"), flush=True)
     print()
     for d, (v, n) in totals.items():
-        print(f"{d:5s}: {v}/{n} verified through C")
+        print(f"{d:5s}: {v}/{n} verified through C"
+              + ("" if a.no_normalize else f", {normalized.get(d, 0)} with the partition loops collapsed"))
+    if not a.no_normalize:
+        print(f"normalized: {sum(normalized.values())}/{sum(n for _, n in totals.values())}")
     print(f"total time {time.time() - t_all:.0f}s")
     return 0
+
+
+def _normalized(src, pipeline) -> str:
+    """Whether loop recovery collapsed the partition loops of ``src`` ('normalized'), or why not."""
+    from xpiler.frontend import parse_file
+    from xpiler.migration.driver import _launch_to_params
+    from xpiler.passes import loop_recovery
+    from xpiler.passes.base import PassError, get
+    from xpiler.spec import load_spec
+    try:
+        spec = load_spec(src.parent / (src.name + ".toml"))
+        prog = parse_file(src)
+        if pipeline[0][0] == "detensorize":
+            try:
+                r = get("detensorize").apply(prog, entry=spec.entry, target="c")
+                prog = r[0] if isinstance(r, tuple) else r
+            except PassError:
+                pass
+        params = [p.name for p in prog.func(spec.entry).params]
+        ok, why = loop_recovery.explain_normalization(prog, entry=spec.entry,
+                                                      launch=_launch_to_params(spec.launch, spec, params))
+        return "normalized" if ok else f"not normalized: {why}"
+    except Exception as e:  # the verdict above already reports failures
+        return f"not normalized: {type(e).__name__}"
 
 
 if __name__ == "__main__":

@@ -32,6 +32,24 @@ After::
         }
     }
 
+Normalization (``normalize=True``, the default; ``False`` keeps the loops above): when the
+partition loops (block/thread, task, cluster/core) hold, as their only work, a loop strided by
+the partition size that starts at the partition index, or one bounds-guarded element per
+partition index, they are collapsed into loops over the full range. With the grid-stride form
+of the example above (``for (i = bx * 256 + tx; i < n; i += 256 * G)``) and with the example
+itself (``cdiv(n, 256)`` blocks cover ``n``), the result is::
+
+    void scale(const float *x, float *y, int n) {
+        for (int i = 0; i < n; ++i) {
+            y[i] = 2.0f * x[i];
+        }
+    }
+
+Private buffers of a partition move into the collapsed body; partition-invariant set-up runs
+once before it. Anything it cannot prove (barriers, reductions across partitions, state kept
+across a partition's iterations, non-bounds early exits) leaves the plain recovery; see
+:func:`explain_normalization` and docs/passes/loop_recovery.md.
+
 Legality (:func:`check`): the program is cuda/hip/bang with the entry defined; every launch
 dimension is an expression over kernel parameters; no warp collective, WMMA/MFMA fragment op,
 ``__bang_*`` vector op or ``__memcpy`` is left (detensorize lowers those first); every barrier
@@ -698,7 +716,8 @@ def _segments(node) -> list:
 
 # ============================================================================ the recovery
 class _Recovery:
-    def __init__(self, program: N.Program, entry: str, launch):
+    def __init__(self, program: N.Program, entry: str, launch, normalize: bool = True):
+        self.normalize = bool(normalize)
         self.program = program
         self.entry = entry
         self.launch = launch
@@ -794,6 +813,12 @@ class _Recovery:
 
         new_fn = fn.with_(body=N.Block(tuple(new_body), loc=fn.body.loc), attrs=tuple(
             a for a in fn.attrs if a in ("static", "inline")))
+        if levels:
+            new_fn = _privatize_core_memories(prog, new_fn, levels[-1].var)
+        self.normalized, self.why_not_normalized = False, "normalize=False"
+        if self.normalize:
+            new_fn, why = _normalize(new_fn, levels, prog)
+            self.normalized, self.why_not_normalized = why is None, why
         new_helpers = {h.name: h.with_(kind="host", attrs=tuple(a for a in h.attrs if a in ("static", "inline")))
                        for h in helpers}
         return self._program(new_fn, new_helpers)
@@ -1244,7 +1269,6 @@ class _Recovery:
         prog = self.program
         items = []
         have = set()
-        new_fn = _privatize_core_memories(prog, new_fn)
         for it in prog.items:
             if isinstance(it, N.Directive) and it.kind == "include":
                 continue
@@ -1330,19 +1354,816 @@ def _strip_segs(node):
     return rewrite(node, lambda n: N.Comment("") if isinstance(n, _Seg) else n)
 
 
+# ============================================================================ normalization
+# A partition loop nest (task / cluster·core / block·thread loops) whose only work is a loop
+# strided by the partition size, or one guarded element per partition index, is collapsed into
+# loops over the full iteration range (see docs/passes/loop_recovery.md, "Normalization").
+class _NoNorm(Exception):
+    """This nest is not collapsed (the plain recovery is kept); the message says why."""
+
+
+_INT_DTYPES = ("int32", "int64", "uint32", "uint64", "int16", "uint16", "int8", "uint8", "char")
+
+
+class _Poly:
+    """Integer polynomial over opaque atoms (variables and non-polynomial subexpressions),
+    used to compare index expressions: {monomial (sorted atom keys): coefficient}."""
+
+    def __init__(self):
+        self.atoms = {}     # key -> (node, vars)
+
+    def of(self, e) -> dict:
+        if isinstance(e, N.Const) and _is_const(e):
+            return {(): e.value} if e.value else {}
+        if isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in _INT_DTYPES:
+            return self.of(e.expr)
+        if isinstance(e, N.BinOp) and e.op in ("+", "-"):
+            a, b = self.of(e.lhs), self.of(e.rhs)
+            return _padd(a, b, 1 if e.op == "+" else -1)
+        if isinstance(e, N.BinOp) and e.op == "*":
+            return _pmul(self.of(e.lhs), self.of(e.rhs))
+        if isinstance(e, N.UnOp) and e.op == "-":
+            return _padd({}, self.of(e.operand), -1)
+        if isinstance(e, N.UnOp) and e.op == "+":
+            return self.of(e.operand)
+        if isinstance(e, N.Var):
+            key = e.name
+        elif isinstance(e, N.BinOp):
+            key = f"({self.key(e.lhs)}){e.op}({self.key(e.rhs)})"
+        else:
+            key = repr(rewrite(e, lambda n: n.with_(loc=None) if getattr(n, "loc", None) is not None else n))
+        self.atoms.setdefault(key, (e, _vars(e)))
+        return {(key,): 1}
+
+    def key(self, e) -> str:
+        return repr(sorted(self.of(e).items()))
+
+    def expr(self, mono):
+        """The expression of a monomial (coefficient, atom keys)."""
+        k, keys = mono
+        out = None
+        for a in keys:
+            node = self.atoms[a][0]
+            out = node if out is None else N.BinOp("*", out, node)
+        if out is None:
+            return _c(k)
+        return out if k == 1 else _mul(_c(k), out)
+
+
+def _padd(a, b, sign):
+    out = dict(a)
+    for m, c in b.items():
+        out[m] = out.get(m, 0) + sign * c
+        if out[m] == 0:
+            del out[m]
+    return out
+
+
+def _pmul(a, b):
+    out = {}
+    for m1, c1 in a.items():
+        for m2, c2 in b.items():
+            m = tuple(sorted(m1 + m2))
+            out[m] = out.get(m, 0) + c1 * c2
+            if out[m] == 0:
+                del out[m]
+    return out
+
+
+def _simplify_div_mod(e):
+    """(x / c) * c + x % c  ->  x (the task number rebuilt from cluster and core ids)."""
+    def fn(n):
+        if isinstance(n, N.BinOp) and n.op == "+":
+            for a, b in ((n.lhs, n.rhs), (n.rhs, n.lhs)):
+                if isinstance(a, N.BinOp) and a.op == "*" and isinstance(b, N.BinOp) and b.op == "%":
+                    for q, c in ((a.lhs, a.rhs), (a.rhs, a.lhs)):
+                        if isinstance(q, N.BinOp) and q.op == "/" and q.lhs == b.lhs and q.rhs == c == b.rhs \
+                                and _is_const(c) and c.value > 0:
+                            return b.lhs
+        return n
+    return rewrite(e, fn)
+
+
+def _stores(node):
+    """Store targets below ``node`` (assignments, ++/--)."""
+    for n in walk(node):
+        if isinstance(n, (N.Assign, N.AssignExpr)):
+            yield n.target
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
+            yield n.operand
+
+
+def _store_base(tgt):
+    base = tgt
+    while isinstance(base, (N.Index, N.Member)) and not (isinstance(base, N.Member) and base.arrow):
+        base = base.base
+    if isinstance(base, N.Member):
+        base = base.base
+    if isinstance(base, N.UnOp) and base.op == "*":
+        base = base.operand
+    return base
+
+
+class _Normalizer:
+    def __init__(self, levels, program, params):
+        self.levels = levels                       # [_Level], outermost first
+        self.pvars = [lv.var for lv in levels]
+        self.extent = {lv.var: lv.extent for lv in levels}
+        self.program = program
+        self.params = {p.name: p for p in params}
+        self.poly = _Poly()
+
+    # ---------------------------------------------------------------- nest structure
+    def run(self, stmts):
+        stmts = list(stmts)
+        pos = [i for i, s in enumerate(stmts) if isinstance(s, N.For) and s.var == self.pvars[0]]
+        if len(pos) != 1:
+            raise _NoNorm("no single outermost partition loop")
+        i0 = pos[0]
+        if any(not isinstance(s, N.Comment) for s in stmts[i0 + 1:]):
+            raise _NoNorm("statements follow the partition loops")
+        if any(isinstance(n, N.For) and n.var in self.pvars for n in walk(tuple(stmts[:i0]))):
+            raise _NoNorm("partition loops in sequence")
+        levels_body = []        # (level index, statements before the next level)
+        cur = stmts[i0]
+        for j, v in enumerate(self.pvars):
+            if not (isinstance(cur, N.For) and cur.var == v and _is_const(cur.lo, 0) and _is_const(cur.step, 1)):
+                raise _NoNorm(f"partition loop '{v}' is not where expected (a barrier splits the partitions?)")
+            body = list(cur.body.stmts)
+            if j + 1 < len(self.pvars):
+                nxt = [k for k, s in enumerate(body) if isinstance(s, N.For) and s.var == self.pvars[j + 1]]
+                if len(nxt) != 1:
+                    raise _NoNorm(f"the '{v}' loop holds {len(nxt)} '{self.pvars[j + 1]}' loops (phases)")
+                k = nxt[0]
+                if any(not isinstance(s, N.Comment) for s in body[k + 1:]):
+                    raise _NoNorm(f"statements after the '{self.pvars[j + 1]}' loop")
+                levels_body.append(body[:k])
+                cur = body[k]
+            else:
+                levels_body.append(body)
+        new = self.collapse(levels_body)
+        return tuple(stmts[:i0]) + tuple(new) + tuple(stmts[i0 + 1:])
+
+    # ---------------------------------------------------------------- analysis
+    def collapse(self, levels_body):
+        allst = tuple(s for lb in levels_body for s in lb)
+        if any(isinstance(n, (N.Raw, N.Return, N.Barrier)) for n in walk(allst)):
+            raise _NoNorm("an early exit or a label in the partition body")
+        pset = set(self.pvars)
+        self._arrays0 = {s.name for lb in levels_body for s in lb if isinstance(s, N.Decl)
+                         and isinstance(s.type, N.Array)}
+        # partition-dependent variables (data and control dependence): a forward pass, so
+        # that what the work later stores into a buffer does not taint its initialization
+        dep = set(pset)
+        self.dep = dep
+        decl_level = {}
+        for j, lb in enumerate(levels_body):
+            for s in lb:
+                if isinstance(s, N.Decl):
+                    decl_level[s.name] = j
+        inner = len(levels_body) - 1
+        pdecls = {}             # pure partition-dependent declarations (indices and derived values)
+        pure_inv = {}           # pure invariant declarations never modified
+        modified = self._writes(allst)
+        prologue, items = [], []
+        for j, lb in enumerate(levels_body):
+            k = 0
+            while k < len(lb):
+                s = lb[k]
+                self._taint_stmt(s, dep)
+                if isinstance(s, N.Comment):
+                    (items[-1]["stmts"] if items and j == inner else prologue).append(s)
+                    k += 1
+                    continue
+                if isinstance(s, N.Decl) and isinstance(s.type, N.Array) and s.init is None and not (
+                        set().union(*[_vars(x) for x in s.type.dims if x is not None]) & dep) and not items:
+                    prologue.append(s)          # a private buffer
+                    k += 1
+                    continue
+                if isinstance(s, N.Decl) and s.init is not None and _vars(s.init) & dep:
+                    if s.init is None or not _pure(s.init) or s.name in modified or \
+                            not isinstance(s.type, (N.Scalar, N.Pointer)):
+                        raise _NoNorm(f"'{s.name}' depends on the partition index and is not a pure value")
+                    pdecls[s.name] = s
+                    k += 1
+                    continue
+                refs_dep = bool(self._reads(s) & dep)
+                if not refs_dep:
+                    if isinstance(s, N.Decl) and s.init is not None and _pure(s.init) and s.name not in modified \
+                            and isinstance(s.type, (N.Scalar, N.Pointer)):
+                        pure_inv[s.name] = s
+                    elif items:
+                        raise _NoNorm("a partition-invariant statement after the work")
+                    prologue.append(s)
+                    k += 1
+                    continue
+                if j != inner:
+                    raise _NoNorm("work outside the innermost partition loop")
+                if isinstance(s, N.For) and s.var_type is not None:
+                    items.append({"kind": "strided", "stmt": s, "stmts": []})
+                elif isinstance(s, N.If) and s.else_ is None and self._is_continue(s.then):
+                    items.append({"kind": "exit", "stmt": s, "rest": tuple(lb[k + 1:]), "stmts": []})
+                    k = len(lb)
+                    continue
+                elif isinstance(s, N.If) and s.else_ is None:
+                    items.append({"kind": "guard", "stmt": s, "stmts": []})
+                else:
+                    raise _NoNorm(f"a {type(s).__name__} statement depends on the partition index")
+                k += 1
+        if not items:
+            raise _NoNorm("no work depending on the partition index")
+        self.pdecls, self.pure_inv = pdecls, pure_inv
+        local_arrays = {s.name: j for j, lb in enumerate(levels_body) for s in lb
+                        if isinstance(s, N.Decl) and isinstance(s.type, N.Array)}
+        self.local_arrays = local_arrays
+        self.local_ptrs = {s.name for lb in levels_body for s in lb if isinstance(s, N.Decl)
+                           and isinstance(s.type, N.Pointer)}
+        self.globals_ = {it.name: it for it in self.program.items if isinstance(it, N.Decl)}
+        self.all_decls = [n for n in walk(allst) if isinstance(n, N.Decl)]
+        locals_ = {x.name for x in prologue if isinstance(x, N.Decl)} | set(pdecls)
+        # what the work writes: only private arrays of the innermost partition, and memory
+        item_nodes = [self._item_body(it) for it in items]
+        carried = {}
+        for idx, (it, body) in enumerate(zip(items, item_nodes)):
+            wr = self._writes(body)
+            for v in wr & locals_:
+                if v in local_arrays and local_arrays[v] == inner and "static" not in \
+                        next(s for s in prologue if isinstance(s, N.Decl) and s.name == v).storage:
+                    carried.setdefault(v, set()).add(idx)
+                else:
+                    raise _NoNorm(f"the work writes '{v}', which the partition keeps across its iterations")
+            if it["kind"] == "strided":
+                if it["stmt"].var in _scalar_writes(it["stmt"].body):
+                    raise _NoNorm(f"the counter '{it['stmt'].var}' is modified in its loop")
+            if it["kind"] != "strided" and idx < len(items) - 1 and self._exits(body):
+                raise _NoNorm("a continue skips later work of the partition")
+            if any(isinstance(n, N.Break) for n in self._top_level(body)):
+                raise _NoNorm("a break leaves the partition")
+        for v, users in carried.items():
+            readers = {i for i, b in enumerate(item_nodes) if v in _vars(b)}
+            if len(readers | users) > 1:
+                raise _NoNorm(f"private buffer '{v}' passes values between two parts of the work")
+        self.carried = carried
+        # the prologue: computed once, before the collapsed loops; what initializes a private
+        # buffer that the work writes is repeated at the start of each iteration instead
+        hoisted, replicated = [], {}
+        for s in prologue:
+            w = self._writes(s)
+            mem_stores = [t for t in _stores(s) if not (_vars(_store_base(t)) & self._arrays0) and
+                          not isinstance(t, N.Var)]
+            if mem_stores:
+                raise _NoNorm("the partition prologue stores to memory (shared state)")
+            for n in walk(s):
+                if (isinstance(n, N.Call) and not self._scalar_helper(n)) or isinstance(n, N.AssignExpr) or (
+                        isinstance(n, N.Intrinsic) and (
+                        REGISTRY.get(n.name) is None or REGISTRY[n.name].category != "math")):
+                    raise _NoNorm("a call or an embedded assignment in the partition prologue")
+            if w - locals_:
+                raise _NoNorm(f"the partition prologue writes '{sorted(w - locals_)[0]}' (shared state)")
+            self._check_reads(s, carried, locals_, local_arrays)
+            cw = {v for v in w if v in carried}
+            if isinstance(s, N.Decl) and s.name in carried:
+                continue
+            if cw:
+                if (w - set(carried)) - ({s.name} if isinstance(s, N.Decl) else set()):
+                    raise _NoNorm("a prologue statement writes a private buffer and other state")
+                users = set().union(*(carried[v] for v in cw))
+                for u in users:
+                    replicated.setdefault(u, []).append(s)
+                continue
+            if _vars(s) & set(carried) and not isinstance(s, N.Comment):
+                raise _NoNorm("the prologue reads a private buffer the work rewrites")
+            hoisted.append(s)
+        decls_of = {s.name: s for s in prologue if isinstance(s, N.Decl)}
+        out = list(hoisted)
+        for idx, it in enumerate(items):
+            pre = [decls_of[v] for v in decls_of if v in carried and idx in carried[v]]
+            pre += replicated.get(idx, [])
+            if it["kind"] == "strided":
+                nest = self._strided(it["stmt"], pre)
+            else:
+                nest = self._guarded(it, pre)
+            out.extend(nest)
+            out.extend(it["stmts"])
+        return self._drop_dead(out)
+
+    def _writes(self, node) -> set:
+        """Variables ``node`` changes: whole variables, and the partition's arrays stored into
+        through any address expression (``(buf + k)[j] = v`` writes ``buf``)."""
+        out = set(_scalar_writes(node))
+        for tgt in _stores(node):
+            if not (isinstance(tgt, N.Var) or (isinstance(tgt, N.Member) and not tgt.arrow)):
+                out |= _vars(_store_base(tgt)) & self._arrays0
+        return out
+
+    def _touches_file_state(self, call):
+        """A helper (or what it calls) reads or writes a file-scope variable that is not const."""
+        defs = {f.name: f for f in self.program.funcs if f.body is not None}
+        shared = {g for g, d in self.globals_.items() if not (
+            d.scope == "constant" or getattr(getattr(d.type, "elem", d.type), "const", False))}
+        seen, todo = set(), [call.func]
+        while todo:
+            f = todo.pop()
+            if f in seen or f not in defs:
+                continue
+            seen.add(f)
+            if _vars(defs[f].body) & shared:
+                return True
+            todo.extend(n.func for n in walk(defs[f].body) if isinstance(n, N.Call) and isinstance(n.func, str))
+        return False
+
+    def _scalar_helper(self, call):
+        """A call of a helper of this program whose parameters are all scalars: it cannot
+        write memory it is given (file-scope state aside, which kernels here do not keep)."""
+        f = next((f for f in self.program.funcs if f.name == call.func and f.body is not None), None)
+        return f is not None and all(isinstance(p.type, N.Scalar) for p in f.params) and not any(
+            isinstance(n, (N.Assign, N.AssignExpr)) and _assigned_name(n.target) not in
+            {d.name for d in walk(f.body) if isinstance(d, N.Decl)} | {p.name for p in f.params}
+            for n in walk(f.body))
+
+    def _taint_stmt(self, s, dep):
+        """Add what ``s`` makes partition-dependent to ``dep`` (a fixpoint over its loops)."""
+        while True:
+            new = self._dep_writes(s, dep, False) - dep
+            if not new:
+                return
+            dep |= new
+
+    def _reads(self, s):
+        """Variables ``s`` reads (a buffer only stored into by element is not read)."""
+        stored = set()
+        for n in walk(s):
+            if isinstance(n, N.Assign) and n.op == "=" and isinstance(n.target, N.Index) and \
+                    isinstance(n.target.base, N.Var):
+                stored.add(id(n.target.base))
+        return {n.name for n in walk(s) if isinstance(n, N.Var) and id(n) not in stored}
+
+    def _dep_writes(self, s, dep, ctl):
+        """Variables ``s`` writes with a value (or under control) depending on ``dep``."""
+        out = set()
+        d = lambda e: e is not None and bool(_vars(e) & dep)
+        if isinstance(s, N.Block):
+            for x in s.stmts:
+                out |= self._dep_writes(x, dep, ctl)
+            return out
+        if isinstance(s, N.If):
+            c = ctl or d(s.cond)
+            out |= self._dep_writes(s.then, dep, c)
+            if s.else_ is not None:
+                out |= self._dep_writes(s.else_, dep, c)
+            return out
+        if isinstance(s, N.For):
+            c = ctl or d(s.lo) or d(s.hi) or d(s.step)
+            if c:
+                out.add(s.var)
+            return out | self._dep_writes(s.body, dep, c)
+        if isinstance(s, (N.While, N.CFor)):
+            c = True if ctl else any(d(x) for x in (getattr(s, "cond", None), getattr(s, "next", None)))
+            if isinstance(s, N.CFor) and s.init is not None:
+                out |= self._dep_writes(s.init, dep, c)
+            return out | self._dep_writes(_as_block(s.body), dep, c)
+        if isinstance(s, N.Decl):
+            if ctl or d(s.init) or (isinstance(s.type, N.Array) and any(d(x) for x in s.type.dims if x)):
+                out.add(s.name)
+            return out
+        for n in walk(s):
+            if isinstance(n, (N.Assign, N.AssignExpr)):
+                v = self._tracked(n.target)
+                if v and (ctl or d(n.value) or d(n.target)):
+                    out.add(v)
+            elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") and ctl:
+                v = self._tracked(n.operand)
+                if v:
+                    out.add(v)
+        return out
+
+    def _tracked(self, target):
+        """The local a store changes: a whole variable, or an element of a partition array
+        (stores through pointers change memory, not a variable)."""
+        w = _whole(target)
+        if w is not None:
+            return w
+        v = _assigned_name(target)
+        return v if v in self._arrays0 else None
+
+    @staticmethod
+    def _is_continue(s):
+        b = _as_block(s)
+        real = [x for x in b.stmts if not isinstance(x, N.Comment)]
+        return len(real) == 1 and isinstance(real[0], N.Continue)
+
+    def _item_body(self, it):
+        if it["kind"] == "strided":
+            return it["stmt"].body
+        if it["kind"] == "guard":
+            return _as_block(it["stmt"].then)
+        return N.Block(it["rest"])
+
+    @staticmethod
+    def _top_level(body):
+        """Statements of ``body`` outside nested loops (where break/continue leave the partition)."""
+        def scan(s):
+            yield s
+            if isinstance(s, N.Block):
+                for x in s.stmts:
+                    yield from scan(x)
+            elif isinstance(s, N.If):
+                yield from scan(s.then)
+                if s.else_ is not None:
+                    yield from scan(s.else_)
+        return list(scan(body))
+
+    def _exits(self, body):
+        return any(isinstance(n, (N.Continue, N.Break)) for n in self._top_level(body))
+
+    def _bases(self, e, seen=()):
+        """The pointer / array variables an address expression is based on."""
+        out = set()
+        for v in _vars(e):
+            if v in self.pure_inv and isinstance(self.pure_inv[v].type, N.Pointer) and v not in seen:
+                out |= self._bases(self.pure_inv[v].init, seen + (v,))
+            elif v in self.params:
+                if isinstance(self.params[v].type, (N.Pointer, N.Array)):
+                    out.add(v)
+            elif v in self.local_arrays or v in self.globals_:
+                out.add(v)
+            elif v in self.local_ptrs:
+                out.add(v)          # a pointer the partition computes: unknown target
+        return out
+
+    def _check_reads(self, s, carried, locals_, local_arrays):
+        """Memory the prologue reads must be unchanged by the work: inputs behind a pointer to
+        const, or private buffers the work does not write."""
+        for n in walk(s):
+            if isinstance(n, N.Index):
+                base = n.base
+            elif isinstance(n, N.UnOp) and n.op == "*":
+                base = n.operand
+            elif isinstance(n, N.Member) and n.arrow:
+                base = n.base
+            else:
+                continue
+            for r in self._bases(base):
+                if r in local_arrays:
+                    continue        # a carried buffer is replicated with its initialization
+                p = self.params.get(r)
+                if p is not None and isinstance(p.type, N.Pointer) and getattr(p.type.elem, "const", False):
+                    continue
+                g = self.globals_.get(r)
+                if g is not None and (g.scope == "constant" or getattr(getattr(g.type, "elem", g.type), "const", False)):
+                    continue
+                raise _NoNorm(f"the partition prologue reads memory the work may write ('{r}')")
+
+    # ---------------------------------------------------------------- index expressions
+    def _subst(self, e, with_invariants=True):
+        table = dict((k, d.init) for k, d in self.pdecls.items())
+        if with_invariants:     # integer constants behind object-like macros (#define BX 16)
+            table.update((m.name, m.expr) for m in self.program.macros
+                         if m.params is None and m.expr is not None and _is_const(_fold(m.expr)))
+        if with_invariants:
+            table.update((k, d.init) for k, d in self.pure_inv.items())
+        for _ in range(16):
+            names = _vars(e) & set(table)
+            if not names:
+                break
+            e = rewrite(e, lambda n: table[n.name] if isinstance(n, N.Var) and n.name in table else n)
+        return _simplify_div_mod(e)
+
+    def _linear(self, e):
+        """``e`` (over the partition variables) as offset + sum of coef_v * v, each coef one
+        monomial; the variables must form a mixed-radix numbering: returns (vars in chain order
+        from the fastest, unit monomial, span polynomial, offset expression)."""
+        full = self._subst(e)
+        p = self.poly.of(full)
+        pset = set(self.pvars)
+        coefs = {}
+        for mono, c in p.items():
+            pv = [a for a in mono if a in pset]
+            other = [a for a in mono if a not in pset]
+            if any(self.poly.atoms[a][1] & pset for a in other):
+                raise _NoNorm("a partition index inside a non-linear term")
+            if len(pv) > 1:
+                raise _NoNorm("a product of partition indices")
+            if pv:
+                if pv[0] in coefs:
+                    raise _NoNorm(f"the coefficient of '{pv[0]}' is not one term")
+                coefs[pv[0]] = (c, tuple(other))
+        if not coefs:
+            raise _NoNorm("the index does not depend on the partition")
+        chain = None
+        for start in coefs:
+            seq, rest = [start], set(coefs) - {start}
+            while rest:
+                want = _pmul(self._mono_poly(coefs[seq[-1]]), self.poly.of(self.extent[seq[-1]]))
+                nxt = [v for v in rest if self._mono_poly(coefs[v]) == want]
+                if len(nxt) != 1:
+                    break
+                seq.append(nxt[0])
+                rest.discard(nxt[0])
+            if not rest:
+                chain = seq
+                break
+        if chain is None:
+            raise _NoNorm("the partition indices do not number the partitions one by one")
+        unit = coefs[chain[0]]
+        if unit[0] <= 0:
+            raise _NoNorm("a negative index coefficient")
+        span = _pmul(self._mono_poly(coefs[chain[-1]]), self.poly.of(self.extent[chain[-1]]))
+        # the offset, over the kernel's own names (only partition-dependent values substituted)
+        off = _fold(rewrite(rewrite(_simplify_div_mod(self._subst(e, False)),
+                                    lambda n: _c(0) if isinstance(n, N.Var) and n.name in pset else n),
+                            lambda n: _c(0) if (isinstance(n, N.BinOp) and n.op == "*" and (
+                                _is_const(n.lhs, 0) or _is_const(n.rhs, 0))) or (
+                                isinstance(n, N.Cast) and _is_const(n.expr, 0)) else n))
+        if _vars(off) & self.dep:
+            raise _NoNorm("the index offset depends on the partition")
+        return chain, unit, span, off
+
+    @staticmethod
+    def _mono_poly(m):
+        return {tuple(sorted(m[1])): m[0]}
+
+    def _span_expr(self, chain, unit):
+        e = self.poly.expr(unit)
+        for v in chain:
+            e = _mul(e, self.extent[v])
+        return e
+
+    # ---------------------------------------------------------------- strided work
+    def _strided(self, s, pre):
+        chain, unit, span, off = self._linear(s.lo)
+        if set(chain) != set(self.pvars):
+            raise _NoNorm(f"the start of '{s.var}' does not use every partition index")
+        if self.poly.of(self._subst(s.step)) != span:
+            raise _NoNorm(f"the step of '{s.var}' is not the partition size")
+        if _vars(s.hi) & self.dep:
+            raise _NoNorm(f"the bound of '{s.var}' depends on the partition")
+        if _vars(s.hi) & (_scalar_writes(s.body) | {s.var}):
+            raise _NoNorm(f"the bound of '{s.var}' changes in the loop")
+        own = {n.name for n in walk(s.body) if isinstance(n, N.Decl)} | {
+            n.var for n in walk(s.body) if isinstance(n, N.For)}
+        if (_vars(s.body) - {s.var} - own - set(self.carried)) & self.dep:
+            raise _NoNorm(f"the body of '{s.var}' reads a partition index other than '{s.var}'")
+        self._check_stores(s.body, {s.var})
+        body = N.Block(tuple(pre) + tuple(s.body.stmts), loc=s.body.loc)
+        return [s.with_(lo=off, step=self.poly.expr(unit), body=body)]
+
+    def _check_stores(self, body, idx: set):
+        """Every store to memory outside the iteration goes to an address that depends on the
+        collapsed index (no reduction across partitions into one location)."""
+        tainted = set(idx)
+        types = {p.name: p.type for p in self.params.values()}
+        types.update((g.name, g.type) for g in self.globals_.values())
+        types.update((d.name, d.type) for d in self.all_decls)
+        types.update((n.name, n.type) for n in walk(body) if isinstance(n, N.Decl))
+        own = {n.name for n in walk(body) if isinstance(n, N.Decl)} | set(self.carried) | {
+            n.var for n in walk(body) if isinstance(n, N.For)}
+        changed = True
+        while changed:
+            changed = False
+            for n in walk(body):
+                if isinstance(n, N.Decl) and n.name not in tainted and n.init is not None and _vars(n.init) & tainted:
+                    tainted.add(n.name)
+                    changed = True
+                if isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var) and \
+                        n.target.name not in tainted and _vars(n.value) & tainted:
+                    tainted.add(n.target.name)
+                    changed = True
+                if isinstance(n, N.For) and n.var not in tainted and (_vars(n.lo) | _vars(n.hi)) & tainted:
+                    tainted.add(n.var)
+                    changed = True
+        for n in walk(body):
+            tgt = None
+            if isinstance(n, (N.Assign, N.AssignExpr)):
+                tgt = n.target
+            elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
+                tgt = n.operand
+            elif isinstance(n, N.Call) and self._touches_file_state(n):
+                raise _NoNorm(f"'{n.func}' uses file-scope memory shared by the partitions")
+            elif isinstance(n, N.Call) and not self._scalar_helper(n) and not (
+                    set().union(*[_vars(a) for a in n.args]) & tainted if n.args else False):
+                raise _NoNorm(f"call of '{n.func}' with no argument depending on the index")
+            if tgt is None:
+                continue
+            base = _store_base(tgt)
+            mem = {v for v in _vars(base) if isinstance(types.get(v), (N.Pointer, N.Array))}
+            if mem and all(v in self.carried or (v in own and isinstance(types.get(v), N.Array)) for v in mem):
+                continue            # a buffer of this iteration
+            name = _assigned_name(tgt)
+            if name is not None and (name in own or name in tainted):
+                continue
+            if name is not None and name not in self.params and name not in self.carried and not (
+                    name in self.pure_inv and isinstance(self.pure_inv[name].type, N.Pointer)):
+                raise _NoNorm(f"the work writes '{name}', declared outside the partition")
+            if not (_vars(tgt) & tainted):
+                raise _NoNorm(f"a store to {_vars(tgt)} whose address does not depend on the index (a reduction across "
+                              "partitions?)")
+
+    # ---------------------------------------------------------------- guarded elements
+    def _guarded(self, it, pre):
+        s = it["stmt"]
+        exit_form = it["kind"] == "exit"
+        terms = self._split(s.cond, "||" if exit_form else "&&")
+        bounds, residual = {}, []
+        for t in terms:
+            m = self._bound_term(t, exit_form)
+            if m is not None and m[0] not in bounds:
+                bounds[m[0]] = m[1]
+            else:
+                residual.append(t)
+        body = N.Block(it["rest"]) if exit_form else _as_block(s.then)
+        for t in residual:
+            if any(isinstance(n, (N.AssignExpr, N.Call)) or (isinstance(n, N.UnOp) and n.op in (
+                    "++", "--", "p++", "p--")) for n in walk(t)):
+                raise _NoNorm("a guard with a side effect")
+        # indices: guarded variables, then partition indices the work reads directly
+        indices = {}
+        covered = {}
+        for v, b in bounds.items():
+            if v in self.pvars:
+                chain, unit, span, off = [v], (1, ()), self.poly.of(self.extent[v]), _c(0)
+            else:
+                chain, unit, span, off = self._linear(N.Var(v))
+            for pv in chain:
+                if pv in covered:
+                    raise _NoNorm(f"'{v}' and '{covered[pv]}' both use partition index '{pv}'")
+                covered[pv] = v
+            indices[v] = (chain, unit, span, off, b)
+        used = _vars(body) | set().union(*[_vars(t) for t in residual]) if residual else _vars(body)
+        for pv in self.pvars:
+            if pv not in covered:
+                if pv not in used and not any(pv in _vars(self.pdecls[d].init) for d in self._needed(used)):
+                    raise _NoNorm(f"partition index '{pv}' is not used: the work would repeat")
+                covered[pv] = pv
+                indices[pv] = ([pv], (1, ()), self.poly.of(self.extent[pv]), _c(0), None)
+        changed_in_work = _scalar_writes(body)
+        for v, (_, _, _, _, b) in indices.items():
+            if b is not None and _vars(b) & changed_in_work:
+                raise _NoNorm(f"the bound of '{v}' changes in the work")
+        if all(v in self.pvars for v in indices):
+            raise _NoNorm("no index combines partition loops: they already are the iteration space")
+        # derived values: functions of the indices only
+        needed = self._needed(used - set(indices))
+        derived = []
+        for d in self.pdecls:
+            if d in needed and d not in indices:
+                init_dep = _vars(self.pdecls[d].init) & self.dep
+                if init_dep - set(indices) - needed:
+                    raise _NoNorm(f"'{d}' needs a partition index that the collapsed loops do not have")
+                if init_dep & set(self.pvars) - set(indices):
+                    raise _NoNorm(f"'{d}' reads a partition index that the collapsed loops do not have")
+                derived.append(self.pdecls[d])
+        if (used & set(self.pvars)) - set(indices):
+            raise _NoNorm("the work reads a partition index directly")
+        self._check_stores(body, set(indices) | {d.name for d in derived})
+        stmts = list(pre)
+        if residual:
+            cond = residual[0]
+            for t in residual[1:]:
+                cond = N.BinOp("||" if exit_form else "&&", cond, t)
+            if exit_form:
+                stmts.append(N.If(cond, N.Continue(), loc=s.loc))
+                stmts.extend(body.stmts)
+            else:
+                stmts.append(N.If(cond, body, loc=s.loc))
+        else:
+            stmts.extend(body.stmts)
+        order = sorted(indices, key=lambda v: min(self.pvars.index(pv) for pv in indices[v][0]))
+        # a derived value goes right inside the loop of the last index it needs
+        derived_names = {d.name for d in derived}
+        need_idx = {}
+        for d in derived:
+            ix = _vars(d.init) & set(indices)
+            for w in _vars(d.init) & derived_names:
+                ix |= need_idx[w]
+            need_idx[d.name] = ix
+        at_level = {v: [] for v in order}
+        for d in derived:
+            lvl = max((order.index(v) for v in need_idx[d.name]), default=len(order) - 1)
+            at_level[order[lvl]].append(d)
+        nest = None
+        for v in reversed(order):
+            nest = (at_level[v] + stmts) if nest is None else (at_level[v] + nest)
+            chain, unit, span, off, b = indices[v]
+            full = _fold(N.BinOp("+", off, self._span_expr(chain, unit)))
+            if b is None:
+                hi = full
+            elif self._covers(span, off, b):
+                hi = b
+            else:
+                hi = N.Cond(N.BinOp("<", b, full), b, full)
+            ty = INT
+            if v in self.pdecls:
+                ty = _unconst(self.pdecls[v].type)
+                if not (isinstance(ty, N.Scalar) and ty.dtype in _INT_DTYPES):
+                    raise _NoNorm(f"index '{v}' is not an integer")
+            nest = [N.For(v, off, hi, self.poly.expr(unit), N.Block(tuple(nest)), None, ty, loc=s.loc)]
+        return nest
+
+    def _needed(self, names):
+        out, todo = set(), [n for n in names if n in self.pdecls]
+        while todo:
+            d = todo.pop()
+            if d in out:
+                continue
+            out.add(d)
+            todo.extend(w for w in _vars(self.pdecls[d].init) if w in self.pdecls)
+        return out
+
+    @staticmethod
+    def _split(e, op):
+        if isinstance(e, N.BinOp) and e.op == op:
+            return _Normalizer._split(e.lhs, op) + _Normalizer._split(e.rhs, op)
+        return [e]
+
+    def _bound_term(self, t, exit_form):
+        """``idx < b`` (guard) or ``idx >= b`` (exit): (idx, b) when idx is a partition index or
+        a pure value of the partition indices and b does not depend on the partition."""
+        if isinstance(t, N.UnOp) and t.op == "!" and exit_form:
+            return self._bound_term(t.operand, False)
+        if not isinstance(t, N.BinOp):
+            return None
+        lt, ge = ("<", ">") if not exit_form else (">=", "<=")
+        if t.op == lt:
+            v, b = t.lhs, t.rhs
+        elif t.op == ge:
+            v, b = t.rhs, t.lhs
+        else:
+            return None
+        if not isinstance(v, N.Var) or not (v.name in self.pvars or v.name in self.pdecls):
+            return None
+        if _vars(b) & self.dep or not _pure(b):
+            return None
+        return v.name, b
+
+    def _covers(self, span, off, b):
+        """off + span >= b whenever b > off (so the bound alone decides the trip count)."""
+        want = _padd(self.poly.of(self._subst(b)), self.poly.of(self._subst(off)), -1)
+        if span == want:
+            return True
+        if len(span) != 1:
+            return False
+        (mono, k), = span.items()
+        if len(mono) != 1:
+            return False
+        node = self.poly.atoms[mono[0]][0]
+        if not (isinstance(node, N.BinOp) and node.op == "/" and _is_const(node.rhs) and node.rhs.value > 0):
+            return False
+        bdiv = node.rhs.value
+        return k % bdiv == 0 and k >= bdiv and self.poly.of(node.lhs) == _padd(want, {(): bdiv - 1}, 1)
+
+    # ---------------------------------------------------------------- clean-up
+    def _drop_dead(self, stmts):
+        stmts = list(stmts)
+        changed = True
+        while changed:
+            changed = False
+            for i, s in enumerate(stmts):
+                if isinstance(s, N.Decl) and s.name in self.pure_inv and s.init is not None and _pure(s.init):
+                    rest = tuple(stmts[:i] + stmts[i + 1:])
+                    if s.name not in _vars(rest):
+                        del stmts[i]
+                        if i < len(stmts) and isinstance(stmts[i], N.Comment) and stmts[i].trailing:
+                            del stmts[i]
+                        changed = True
+                        break
+        return stmts
+
+
+def _normalize(fn, levels, program):
+    """Collapse the partition loops of ``fn`` when legal; (new function, None) or (fn, why)."""
+    if not levels:
+        return fn, "no partition loops"
+    try:
+        body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
+    except _NoNorm as e:
+        return fn, str(e)
+    return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc)), None
+
+
 # ============================================================================ protocol
-def check(program, *, entry: str, launch=None, **params) -> None:
-    _Recovery(program, entry, launch).run()
+def check(program, *, entry: str, launch=None, normalize: bool = True, **params) -> None:
+    _Recovery(program, entry, launch, normalize).run()
 
 
-def _privatize_core_memories(prog, fn):
+def _privatize_core_memories(prog, fn, loop_var: str):
     """BANG NRAM/WRAM declared at file scope are per-core memories: every task sees its own
     (fresh) copy. In the sequential program they become arrays local to the task (or core)
     loop, so no state leaks between tasks and later binding sees independent iterations."""
-    per_core = [it for it in prog.items if isinstance(it, N.Decl) and it.scope in ("nram", "wram")]
+    # an array a helper function also uses stays at file scope (the helper names it directly)
+    in_helpers = set()
+    for f in prog.funcs:
+        if f.body is not None and f.name != fn.name:
+            in_helpers |= _vars(f.body)
+    per_core = [it for it in prog.items if isinstance(it, N.Decl) and it.scope in ("nram", "wram")
+                and it.name not in in_helpers]
+    # arrays that helper functions name directly must stay at file scope (helpers see them there)
+    used_elsewhere = {n.name for it in prog.items if isinstance(it, N.Func) and it.name != fn.name
+                      and it.body is not None for n in walk(it.body) if isinstance(n, N.Var)}
+    per_core = [d for d in per_core if d.name not in used_elsewhere]
     if not per_core or fn.body is None:
         return fn
-    target = next((n for n in walk(fn.body) if isinstance(n, N.For) and n.var in ("task", "core")), None)
+    target = next((n for n in walk(fn.body) if isinstance(n, N.For) and n.var == loop_var), None)
     if target is None:
         return fn
     decls = tuple(d.with_(scope="local", storage=tuple(x for x in d.storage if x != "static")) for d in per_core)
@@ -1351,9 +2172,17 @@ def _privatize_core_memories(prog, fn):
     return fn.with_(body=body)
 
 
-def apply(program, *, entry: str, launch=None, **params):
-    new = _Recovery(program, entry, launch).run()
+def apply(program, *, entry: str, launch=None, normalize: bool = True, **params):
+    """Recover loops; with ``normalize`` (default) collapse partition loops (see the module doc)."""
+    new = _Recovery(program, entry, launch, normalize).run()
     return new, {}
+
+
+def explain_normalization(program, *, entry: str, launch=None) -> tuple:
+    """(normalized: bool, reason it was not or None): for reports and tests."""
+    r = _Recovery(program, entry, launch, True)
+    r.run()
+    return r.normalized, r.why_not_normalized
 
 
 def candidates(program, target: str) -> list[dict]:

@@ -251,7 +251,7 @@ def test_candidates():
     ("gemm/gemm.hip", "cuda", "retarget"),
 ])
 def test_migrate_verifies(tmp_path, src, target, mode):
-    from xpiler.migrate.driver import migrate
+    from xpiler.migration.driver import migrate
     r = migrate(EX / src, target, outdir=tmp_path / "out", jobs=1,
                 pipeline=[("binding", {"target": target, "mode": mode})])
     assert r.verified, [str(d) for d in r.diagnostics]

@@ -25,8 +25,10 @@ def cu(text: str) -> N.Program:
     return parse_text(text, "cuda", "k.cu")
 
 
-def recover(prog, entry="k", launch=LAUNCH):
-    new, spec_launch = loop_recovery.apply(prog, entry=entry, launch=launch)
+def recover(prog, entry="k", launch=LAUNCH, normalize=False):
+    # these cases check the plain recovery; tests/test_pass_loop_recovery_normalize.py covers
+    # the collapse of partition loops (normalize=True, the default)
+    new, spec_launch = loop_recovery.apply(prog, entry=entry, launch=launch, normalize=normalize)
     assert spec_launch == {}
     assert new.dialect == "c"
     return new
@@ -207,7 +209,8 @@ __mlu_global__ void k(float *y, int n) {
 }
 """
     prog = parse_text(src, "bang", "k.mlu")
-    new, _ = loop_recovery.apply(prog, entry="k", launch={"dim": [4, 1, 1], "func_type": "block"})
+    new, _ = loop_recovery.apply(prog, entry="k", launch={"dim": [4, 1, 1], "func_type": "block"},
+                                 normalize=False)
     text = print_program(new)
     assert "for (int task = 0; task < 4; ++task)" in text
     assert "i += 4" in text and "(float)0 + 1.0f" in text
@@ -289,7 +292,7 @@ value = "n"
 
 
 def _migrate(src, tmp_path, spec=None):
-    from xpiler.migrate.driver import migrate
+    from xpiler.migration.driver import migrate
     pipe = [("detensorize", {"target": "c"})] if "detensorize" in available() else []
     pipe.append(("loop_recovery", {}))
     return migrate(src, "c", spec=spec, outdir=tmp_path / "out", pipeline=pipe)

@@ -204,7 +204,7 @@ def test_fuse_keeps_colliding_declarations_apart():
 
 # ------------------------------------------------------------------------------ end to end
 def _migrate(tmp_path, src, pipeline):
-    from xpiler.migrate.driver import migrate
+    from xpiler.migration.driver import migrate
     return migrate(src, "c", outdir=tmp_path / "out", pipeline=pipeline, jobs=1)
 
 

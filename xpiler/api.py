@@ -47,11 +47,11 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
-    Returns a :class:`xpiler.migrate.MigrationResult`: ``verified``, ``code``, ``output_path``,
+    Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
     ``report_path``, ``log_path``, ``latency`` (when measured), ``diagnostics``. A result that is
     not verified wrote its best candidate with ``.unverified`` in the name.
     """
-    from .migrate.driver import migrate as _migrate
+    from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
                     jobs=jobs, resume=resume, progress=progress)
 

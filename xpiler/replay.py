@@ -35,7 +35,7 @@ def _h(text: str) -> str:
 
 def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path | None = None) -> ReplayResult:
     from .frontend import parse_file
-    from .migrate.driver import _launch_to_params, _launch_to_spec
+    from .migration.driver import _launch_to_params, _launch_to_spec
     from .printers import print_program
     from xpiler.passes.base import get as get_pass
 

@@ -55,7 +55,9 @@ TABLE: list[HostApi] = [
     _row("fill device memory", ["ptr", "value", "bytes"], "cudaMemset($ptr, $value, $bytes)",
          "hipMemset($ptr, $value, $bytes)", "cnrtMemset($ptr, $value, $bytes)", "(memset($ptr, $value, $bytes), 0)"),
     _row("wait for the device", [], "cudaDeviceSynchronize()", "hipDeviceSynchronize()", "cnrtSyncDevice()", "0",
-         {"c": "partial"}, "c: kernels are synchronous calls."),
+         {"bang": "partial", "c": "partial"},
+         "c: kernels are synchronous calls. bang: a migrated launcher syncs the queue of each launch, so the "
+         "call is left as a comment there (the CPU emulator has no cnrtSyncDevice)."),
     _row("last launch error", [], "cudaGetLastError()", "hipGetLastError()", "cnrtGetLastError()", "0",
          {"bang": "partial", "c": "partial"}, "c: no asynchronous errors."),
     _row("error string", ["err"], "cudaGetErrorString($err)", "hipGetErrorString($err)", "cnrtGetErrorStr($err)",

@@ -8,6 +8,7 @@ last verified program is kept, so a migration never ends on an untested program.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -105,6 +106,43 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
         else:
             out[k] = v
     return out
+
+
+def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: list[str], out: Path, src: Path,
+               seeds, jobs: int, log, diags: list) -> str:
+    """Add the migrated host launcher to the verified kernel when it verifies too (host test
+    mode: a main calls the launcher with host arrays); otherwise keep the kernel alone and say
+    why. Returns the text written to ``out``."""
+    from ..printers import print_program
+    from .host import attach_host, migrate_host, test_host_launcher
+    kernel_text = stage.text
+    try:
+        launch = stage.launch if stage.launch != dict(sspec.launch) else _launch_to_params(sspec.launch, sspec, params)
+        host_diags: list = []
+        kparams = [p.name for p in stage.program.func(stage.entry).params]
+        funcs = migrate_host(prog, to, stage.entry, launch, kparams, spec=sspec, source_entry=sspec.entry,
+                             diagnostics=host_diags)
+        if not funcs:
+            return kernel_text
+        full = attach_host(stage.program, funcs, to)
+        text = print_program(full, to)
+        out.write_text(text)
+        v = test_host_launcher(out, ospec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs)
+        log.event("test", stage="host_launcher", program_hash=hashlib.sha256(text.encode()).hexdigest()[:16],
+                  dialect=to, substrate=v.substrate, instances=v.instances, seeds=list(v.seeds), verified=v.verified,
+                  max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, host=funcs[0].name,
+                  failures=[f.to_json() for f in v.failures[:3]])
+        diags.extend(host_diags)
+        if v.verified:
+            return text
+        why = v.failures[0].message if v.failures else "?"
+    except XPError as e:
+        why = e.message
+    except Exception as e:  # the kernel is verified; a host-migration bug must not lose it
+        why = f"{type(e).__name__}: {e}"
+    out.write_text(kernel_text)
+    diags.append(XPError("XP4003", pass_name="host launcher migration", why=why + " (kernel written without it)"))
+    return kernel_text
 
 
 def write_failing_test(outdir: Path, cand: Path, src: Path, sspec: Spec, verdict: Verdict) -> Path:
@@ -360,8 +398,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             ref_file, fn = sspec.reference.split(":")
             shutil.copy(sspec.path.parent / ref_file, outdir / Path(ref_file).name)
             ospec.reference = f"{Path(ref_file).name}:{fn}"
+        ospec.path = outdir / (out_name + ".toml")
         (outdir / (out_name + ".toml")).write_text(spec_to_toml(ospec))
-        result.verified, result.code, result.output_path = True, verified_stage.text, out
+        final_text = verified_stage.text
+        if to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
+            say("migrating the host launcher")
+            final_text = _with_host(prog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags)
+        result.verified, result.code, result.output_path = True, final_text, out
         result.spec_path = outdir / (out_name + ".toml")
         log.event("output", path=str(out), program_hash=verified_stage.hash, verified=True)
     else:
