@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Migrate gemm, open its report.html in headless Chromium, and check the screenshot.
+
+    python benchmarks/report_screenshot.py [--out DIR]
+
+Checks that the page renders offline (no network) with its plot and program graph: the
+screenshot must exist, be large, and contain both light background and many distinct colours
+(text, the green/red graph nodes). Exit 0 when it does.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    a = ap.parse_args()
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if not chrome:
+        print("no chromium here (apt-get install chromium)")
+        return 2
+    import xpiler
+    work = Path(tempfile.mkdtemp(prefix="xpiler-report-"))
+    r = xpiler.migrate(ROOT / "examples" / "gemm" / "gemm.c", to="hip", outdir=work / "out")
+    html = r.report_path
+    assert html and html.is_file()
+    text = html.read_text()
+    assert "http://" not in text and "https://" not in text, "the report must not reference the network"
+    png = Path(a.out) / "report_gemm_c_to_hip.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={work / 'chrome'}", "--window-size=1300,2200", f"--screenshot={png}",
+                    html.as_uri()], capture_output=True, timeout=120)
+    if not png.is_file():
+        print("no screenshot was written")
+        return 1
+    from PIL import Image  # matplotlib depends on pillow
+    im = Image.open(png).convert("RGB")
+    colours = len(set((lambda s: s.get_flattened_data() if hasattr(s, "get_flattened_data") else s.getdata())(im.resize((260, 440)))))
+    greens = sum(1 for p in (im.get_flattened_data() if hasattr(im, "get_flattened_data") else im.getdata()) if p[1] > 150 and p[0] < 120 and p[2] < 120)
+    print(f"report: {html} ({'verified' if r.verified else 'unresolved'}); screenshot {png} {im.size}, "
+          f"{colours} colours, {greens} green pixels")
+    ok = im.size[0] >= 1000 and colours > 50 and greens > 100
+    print("RENDERED OK" if ok else "RENDER CHECK FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
