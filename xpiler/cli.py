@@ -144,8 +144,17 @@ def cmd_migrate(a) -> int:
                 tune=not a.no_tune, seed=a.seed, jobs=a.jobs, resume=a.resume, progress=progress)
     if tty:
         sys.stderr.write("\r\033[K")
-    for d in r.diagnostics:
-        print(d.format(), file=sys.stderr)
+    if r.verified:
+        dropped = [d for d in r.diagnostics if d.code == "XP4003"]
+        for d in r.diagnostics:
+            if d.code not in ("XP4003", "XP4001"):
+                print(d.format(), file=sys.stderr)
+        if dropped:
+            print(f"note: {len(dropped)} candidate step(s) failed their tests and were dropped (see the report)",
+                  file=sys.stderr)
+    else:
+        for d in r.diagnostics:
+            print(d.format(), file=sys.stderr)
     if r.verified:
         print(f"VERIFIED: {r.output_path} ({r.verdict.substrate if r.verdict else '?'}); spec {r.spec_path}; "
               f"report {r.report_path}; log {r.log_path}")

@@ -59,7 +59,11 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
     launch = dict(spec.launch)
     verified_hashes = {e["program_hash"] for e in events if e["type"] == "test" and e.get("verified")}
     cur_step, pre = object(), (prog, cur_text, launch)
+    source_state = (prog, cur_text, launch)
     for ev in events:
+        if ev["type"] == "note" and ev.get("what") == "next plan":
+            prog, cur_text, launch = source_state   # the next plan starts again from the source
+            continue
         if ev["type"] == "parse":
             if _h(cur_text) != ev["program_hash"]:
                 raise XPError("XP4006", seq=ev["seq"], what="parse", want=ev["program_hash"], got=_h(cur_text))

@@ -21,7 +21,7 @@ from ..expr import to_c
 from ..provenance import ProvenanceLog, sha256_text, toolchain_versions
 from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
-from .pipeline import default_pipeline
+from .pipeline import plans as default_plans
 from .stage import Stage, Step
 
 OUT_MARKER = ".xpiler-output"
@@ -260,7 +260,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     verified_stage = None
     best_failing = None  # (stage, verdict) of the latest target-dialect candidate that failed its tests
     verdict = None
-    plan = pipeline or default_pipeline(sspec.dialect, to)
+    plan = pipeline or []
 
     # --proposer llm|both: the LLM policy proposes candidates; the symbolic rewrite is one proposer
     policy = None
@@ -318,75 +318,88 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, cached=True)
         return tested[new.hash]
 
-    for k, (pname, pparams) in enumerate(plan):
-        if time.time() - t0 > budget:
-            diags.append(XPError("XP4003", pass_name=pname, why="migration budget exhausted"))
+    all_plans = [plan] if pipeline else default_plans(sspec.dialect, to)
+    source_stage = stage
+    k_base = 0
+    for plan_no, plan in enumerate(all_plans):
+        if verified_stage is not None:
             break
-        say(f"pass {k + 1}/{len(plan)}: {pname}")
-        candidates: list[tuple[Stage, str, bool]] = []
-        sym_error = None
-        try:
-            sym = run_symbolic(k, pname, pparams, stage)
-        except ImportError as e:
-            diags.append(XPError("XP4002", pass_name=pname, why=f"not available ({e})"))
-            continue
-        except PassError as e:
-            sym, sym_error = None, e
-            log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
-                      why=e.why)
-        if policy is not None and k >= done_steps:
-            from ..frontend import parse_text
-            from ..proposers.protocol import PassContext
-            out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
-            ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=sspec,
-                              params=dict(pparams), parse=lambda t, d: parse_text(t, d), seed=seed)
+        if plan_no:
+            log.event("note", what="next plan", plan=plan_no, passes=[p for p, _ in plan])
+            say(f"trying plan {plan_no + 1}/{len(all_plans)}")
+        stage = source_stage
+        steps.clear()
+        for k, (pname, pparams) in enumerate(plan, start=k_base):
+            if time.time() - t0 > budget:
+                diags.append(XPError("XP4003", pass_name=pname, why="migration budget exhausted"))
+                break
+            say(f"pass {k + 1}/{len(plan)}: {pname}")
+            candidates: list[tuple[Stage, str, bool]] = []
+            sym_error = None
             try:
-                llm_cands = policy.llm.propose(pname, stage.text, out_dialect, ctx) if policy.llm else []
-            except Exception as e:  # a failing backend is a failed candidate, never a dead migration
-                log.event("note", what="llm_error", pass_name=pname, error=f"{type(e).__name__}: {e}")
-                llm_cands = []
-            for c in llm_cands:
+                sym = run_symbolic(k, pname, pparams, stage)
+            except ImportError as e:
+                diags.append(XPError("XP4002", pass_name=pname, why=f"not available ({e})"))
+                continue
+            except PassError as e:
+                sym, sym_error = None, e
+                log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
+                          why=e.why)
+            if policy is not None and k >= done_steps:
+                from ..frontend import parse_text
+                from ..proposers.protocol import PassContext
+                out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
+                ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=sspec,
+                                  params=dict(pparams), parse=lambda t, d: parse_text(t, d), seed=seed)
                 try:
-                    cprog = parse_text(c.program_text, out_dialect, f"<llm:{pname}>")
-                except XPError as e:
-                    log.event("note", what="llm_candidate_rejected", pass_name=pname, code=e.code)
-                    continue
-                cst = Stage(cprog, out_dialect, stage.entry, dict(sym.launch if sym else stage.launch), stage.steps)
-                cst.text = _printer(out_dialect)(cprog)
-                candidates.append((cst, c.proposer, True))
-            if proposer == "llm":
-                candidates += [(sym, "symbolic", False)] if sym else []
-            else:
-                candidates = ([(sym, "symbolic", False)] if sym else []) + candidates
-        elif sym is not None:
-            candidates = [(sym, "symbolic", False)]
-        if not candidates:
-            if sym_error is not None and sym_error.code != "XP4002":
-                diags.append(sym_error)
-            continue
-        adopted = False
-        for new, who, in_log in candidates:
-            v = try_candidate(k, pname, pparams, stage, new, who, in_log)
-            if v is None:
-                adopted = True  # nothing changed
-                break
-            if v.verified:
-                step = Step(pname, pparams, who, stage.hash, new.hash)
-                new.steps = stage.steps + (step,)
-                steps.append(step)
-                stage, verdict = new, v
-                if stage.dialect == to:
-                    verified_stage = stage
-                adopted = True
-                break
-            verdict = verdict or v
-            if new.dialect == to:
-                best_failing = (new, v)
-        if not adopted:
-            last = candidates[-1]
-            lv = tested.get(last[0].hash)
-            diags.append(XPError("XP4003", pass_name=pname,
-                                 why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
+                    llm_cands = policy.llm.propose(pname, stage.text, out_dialect, ctx) if policy.llm else []
+                except Exception as e:  # a failing backend is a failed candidate, never a dead migration
+                    log.event("note", what="llm_error", pass_name=pname, error=f"{type(e).__name__}: {e}")
+                    llm_cands = []
+                for c in llm_cands:
+                    try:
+                        cprog = parse_text(c.program_text, out_dialect, f"<llm:{pname}>")
+                    except XPError as e:
+                        log.event("note", what="llm_candidate_rejected", pass_name=pname, code=e.code)
+                        continue
+                    cst = Stage(cprog, out_dialect, stage.entry, dict(sym.launch if sym else stage.launch), stage.steps)
+                    cst.text = _printer(out_dialect)(cprog)
+                    candidates.append((cst, c.proposer, True))
+                if proposer == "llm":
+                    candidates += [(sym, "symbolic", False)] if sym else []
+                else:
+                    candidates = ([(sym, "symbolic", False)] if sym else []) + candidates
+            elif sym is not None:
+                candidates = [(sym, "symbolic", False)]
+            if not candidates:
+                if sym_error is not None and sym_error.code != "XP4002":
+                    diags.append(sym_error)
+                continue
+            adopted = False
+            for new, who, in_log in candidates:
+                v = try_candidate(k, pname, pparams, stage, new, who, in_log)
+                if v is None:
+                    adopted = True  # nothing changed
+                    break
+                if v.verified:
+                    step = Step(pname, pparams, who, stage.hash, new.hash)
+                    new.steps = stage.steps + (step,)
+                    steps.append(step)
+                    stage, verdict = new, v
+                    if stage.dialect == to:
+                        verified_stage = stage
+                    adopted = True
+                    break
+                verdict = verdict or v
+                if new.dialect == to:
+                    best_failing = (new, v)
+            if not adopted:
+                last = candidates[-1]
+                lv = tested.get(last[0].hash)
+                diags.append(XPError("XP4003", pass_name=pname,
+                                     why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
+
+        k_base += len(plan)
 
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
                              diagnostics=diags)

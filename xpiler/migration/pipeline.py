@@ -1,25 +1,31 @@
 """Default pass pipelines per direction (DESIGN §1: detensorize + recover → normalize → bind,
 cache, pipeline, tensorize for the target).
 
-A pipeline is a list of ``(pass name, params)``; params may be ``"auto"`` for the pass to
-choose its default for the target. Passes that do not apply to a program (nothing to
-detensorize, no SIMT indices to recover) raise ``PassError("XP4002")`` and are skipped.
+A pipeline is a list of ``(pass name, params)``. Passes that do not apply to a program (nothing
+to detensorize, no SIMT indices to recover) raise ``PassError("XP4002")`` and are skipped.
+``plans(src, dst)`` lists alternative pipelines in order of preference: the driver runs the next
+one from the source when the previous did not reach a verified kernel in the target dialect.
 """
 from __future__ import annotations
 
 SIMT = ("cuda", "hip")
 
 
+def _finish(dst: str) -> list[tuple[str, dict]]:
+    return [("cache", {"target": dst}), ("tensorize", {"target": dst})]
+
+
 def default_pipeline(src: str, dst: str) -> list[tuple[str, dict]]:
-    steps: list[tuple[str, dict]] = []
-    steps.append(("detensorize", {"target": dst}))
+    return plans(src, dst)[0]
+
+
+def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
+    general = [("detensorize", {"target": dst}), ("loop_recovery", {}), ("binding", {"target": dst})] + _finish(dst)
     if src in SIMT and dst in SIMT:
-        # SIMT to SIMT keeps the thread structure: rebind to the other model directly
-        steps.append(("binding", {"target": dst, "mode": "retarget"}))
-    else:
-        steps.append(("loop_recovery", {}))
-        if dst != "c" or src != "c":
-            steps.append(("binding", {"target": dst}))
-    steps.append(("cache", {"target": dst}))
-    steps.append(("tensorize", {"target": dst}))
-    return steps
+        # keep the thread structure (rebind to the other SIMT model directly) when that verifies;
+        # otherwise go through sequential loops like every other direction
+        retarget = [("detensorize", {"target": dst}), ("binding", {"target": dst, "mode": "retarget"})] + _finish(dst)
+        return [retarget, general]
+    if src == "c" and dst == "c":
+        return [[("binding", {"target": "c"})] + _finish("c")]
+    return [general]
