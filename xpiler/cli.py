@@ -165,7 +165,7 @@ def cmd_migrate(a) -> int:
 
 def cmd_replay(a) -> int:
     from .replay import replay
-    r = replay(a.log, reverify=a.reverify)
+    r = replay(a.log, reverify=a.reverify, source=a.source)
     print(f"replay OK: {r.steps} steps re-derived, output hash {r.output_hash}")
     if r.reverified is not None:
         print(f"reverify on {r.substrate}: {'VERIFIED' if r.reverified else 'FAILED'}")
@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("replay", help="re-apply a logged migration; same output hash or fail")
     r.add_argument("log")
-    r.add_argument("--reverify", action="store_true")
+    r.add_argument("--reverify", action="store_true", help="re-run the tests on the substrates available here")
+    r.add_argument("--source", help="the source kernel, when it moved since the log was written")
     r.set_defaults(func=cmd_replay)
 
     b = sub.add_parser("bench", help="benchmarks over the example suite (--list: the example instances)")

@@ -45,6 +45,10 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
     except (OSError, ValueError) as e:
         raise XPError("XP4007", path=log_path, why=str(e), file=log_path) from None
     src = Path(source or header["source"])
+    if not src.is_file() and not source and header.get("source_rel"):
+        src = Path.cwd() / header["source_rel"]   # the log was written in another checkout
+        if header.get("spec_rel") and (Path.cwd() / header["spec_rel"]).is_file():
+            header = dict(header, spec_path=str(Path.cwd() / header["spec_rel"]))
     if not src.is_file():
         raise XPError("XP1201", path=src, file=src)
     text = src.read_text()

@@ -108,6 +108,15 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     return out
 
 
+def _rel(p: Path) -> str | None:
+    """``p`` relative to the working directory when it lies below it (lets a log be replayed
+    from another checkout, e.g. on the GPU machine)."""
+    try:
+        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return None
+
+
 def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: list[str], out: Path, src: Path,
                seeds, jobs: int, log, diags: list) -> str:
     """Add the migrated host launcher to the verified kernel when it verifies too (host test
@@ -224,6 +233,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     log = ProvenanceLog(outdir / "provenance.jsonl", {
         "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
         "spec_path": str(sspec.path.resolve()) if sspec.path else None,
+        "source_rel": _rel(src), "spec_rel": _rel(sspec.path) if sspec.path else None,
         "source_dialect": sspec.dialect, "target": to, "seeds": [seed, seed + 1, seed + 2],
         "llm": llm, "proposer": proposer, "config": {"budget_s": budget, "tune": tune, "jobs": jobs},
         "toolchains": toolchain_versions()})

@@ -158,6 +158,22 @@ def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb:
                       inst.name, seed, log=log)
 
 
+def _gpu_for(dialect: str) -> str | None:
+    """``hw:nvidia-…`` when a CUDA GPU is present and ``dialect`` is cuda (hip stays on the wave64
+    emulator: a 32-lane NVIDIA warp is not a faithful substrate for wave64 code).
+    ``XPILER_SUBSTRATE=emu`` forces the emulator."""
+    import os
+    if dialect != "cuda" or os.environ.get("XPILER_SUBSTRATE", "auto") == "emu":
+        return None
+    from ..platforms.simt_common import nvidia_gpu
+    from ..platforms.base import which
+    name = nvidia_gpu()
+    if not name or not which("nvcc"):
+        return None
+    import re
+    return "hw:nvidia-" + re.sub(r"[^a-z0-9]+", "-", name.lower().replace("nvidia", "")).strip("-")
+
+
 class _Runner:
     """Builds one kernel and runs it on jobs."""
 
@@ -167,8 +183,15 @@ class _Runner:
         self.sanitize = sanitize
         self.timeout, self.mem_mb = timeout, mem_mb
         self.workroot = workroot
-        self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
         self.substrate = self.platform.substrate()
+        gpu = _gpu_for(spec.dialect)
+        if gpu:
+            # a real GPU is the best substrate for cuda: nvcc for the device, every CUDA call checked
+            self.sanitize = False
+            self.exe = self.platform.build(self.src, spec, workroot, sanitize=False, gpu=True)
+            self.substrate = gpu
+        else:
+            self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
 
     def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str, seed: int = 0):
         jobdir = Path(tempfile.mkdtemp(prefix=f"job-{tag}-", dir=self.workroot))
