@@ -2,7 +2,9 @@
 
 Build note for this project's machines: the default llama.cpp build crashes in AMX code on
 Sapphire Rapids; install with
-``CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX=OFF" pip install llama-cpp-python`` (see docs/llm.md).
+``CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+pip install llama-cpp-python`` (see docs/llm.md; llama.cpp has no plain ``GGML_AMX`` option, and
+``benchmarks/setup_local_llm.sh`` builds a pinned version and fetches a small code model).
 """
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from .base import (DEFAULT_MAX_TOKENS, DEFAULT_SEED, BackendUnavailable, Complet
                    normalize_messages)
 from .budget import Budget
 
-INSTALL_HINT = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX=OFF" pip install llama-cpp-python '
-                '(builds from source, about 5 minutes)')
+INSTALL_HINT = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" '
+                'pip install llama-cpp-python (builds from source, about 5-10 minutes)')
 
 
 class LlamaCppBackend:

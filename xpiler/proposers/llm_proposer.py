@@ -41,7 +41,10 @@ def _section(item: Any, i: int) -> tuple[str, str]:
         text = item.get("text") or item.get("body") or item.get("content") or ""
         return str(sid), str(text)
     sid = getattr(item, "id", None) or getattr(item, "section_id", None) or f"hit{i}"
-    text = getattr(item, "text", None) or getattr(item, "body", None) or str(item)
+    text = getattr(item, "text", None)
+    if callable(text):  # retrieval's Section.text() renders the excerpt
+        text = text()
+    text = text or getattr(item, "body", None) or str(item)
     sig = getattr(item, "signature", None)
     if sig and str(sig) not in str(text):
         text = f"{sig}\n{text}"

@@ -198,7 +198,9 @@ class _Runner:
         try:
             write_job(jobdir, inst, arrays)
             sch = _schedule(self.spec.dialect, seed)
-            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout, mem_mb=self.mem_mb,
+            # a CUDA runtime reserves far more address space than it uses: no RLIMIT_AS on a GPU
+            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout,
+                             mem_mb=None if self.substrate.startswith("hw:nvidia") else self.mem_mb,
                              sanitized=self.sanitize, env=None if sch is None else {"XPS_SCHEDULE": str(sch)})
             if not oc.ok:
                 return None, oc
