@@ -268,7 +268,14 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
     if not any(s is lp for s in func.body.stmts):
         raise PassError(NAME, f"loop '{lp.var}' is not at the top level of {func.name}: binding it would need a "
                               f"grid-wide barrier per iteration of the loops around it", _at(lp, func))
-    arrays = check_uniform_prelude(func, lp)
+    try:
+        arrays = check_uniform_prelude(func, lp)
+    except PassError as first:
+        if loop is not None or dims == 2:
+            raise
+        plan = _plan_multi(program, func, target, first)
+        plan.update(block=block, grid_cap=grid_cap, tasks=tasks, func_type=func_type, atomic=())
+        return plan
     private, why_not = D.privatizable(program, func, lp) if arrays else ((), {})
     atomic_stmts = ()
     dep = D.check_parallel(program, func, lp, private)
@@ -289,6 +296,81 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
         raise PassError(NAME, f"loop '{lp.var}' has no directly nested parallel loop for a 2-D binding", lp)
     return {"mode": "bind", "target": target, "func": func, "loops": bound, "private": private,
             "block": block, "grid_cap": grid_cap, "tasks": tasks, "func_type": func_type, "atomic": atomic_stmts}
+
+
+def _replicable(s) -> bool:
+    """A statement every thread/task may run redundantly: it writes no memory (only local
+    scalars), calls nothing with side effects and declares only scalars, pointers and
+    uninitialised local arrays."""
+    if isinstance(s, (N.Comment, N.Pragma)):
+        return True
+    if isinstance(s, N.Decl):
+        if isinstance(s.type, N.Array):
+            return s.init is None
+        return isinstance(s.type, (N.Scalar, N.Pointer, N.Named)) and _pure(s.init)
+    if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.Cast):
+        return _pure(s.expr)
+    if isinstance(s, N.Return):
+        return s.value is None
+    if isinstance(s, N.Assign):
+        return isinstance(s.target, N.Var) and _pure(s.value)
+    if isinstance(s, N.Block):
+        return all(_replicable(x) for x in s.stmts)
+    if isinstance(s, N.If):
+        return _pure(s.cond) and _replicable(s.then) and (s.else_ is None or _replicable(s.else_))
+    return False
+
+
+def _plan_multi(program, func, target, first: PassError) -> dict:
+    """Several top-level units: every canonical loop nest is bound (its own grid-/task-stride
+    loop), other statements that write memory run once (in thread/task 0), statements that
+    only compute local scalars run in every thread.  Legal when no element one unit writes is
+    touched by a later unit in another thread (``dependence.sibling_conflict``)."""
+    units = []
+    for s in func.body.stmts:
+        if isinstance(s, (N.Comment, N.Pragma)):
+            continue
+        if isinstance(s, N.For):
+            units.append((s, "loop"))
+        elif _replicable(s):
+            units.append((s, "all"))
+        elif isinstance(s, N.Decl):
+            raise first                        # a declaration with side effects (malloc, ...)
+        else:
+            units.append((s, "once"))
+    if not any(h == "loop" for _, h in units):
+        raise first
+    declared_top = {s.name for s in func.body.stmts if isinstance(s, N.Decl)}
+    arrays = [s.name for s in func.body.stmts if isinstance(s, N.Decl) and isinstance(s.type, N.Array)]
+    private = []
+    for name in arrays:
+        users = [(u, h) for u, h in units if not (isinstance(u, N.Decl) and u.name == name)
+                 and any(isinstance(x, N.Var) and x.name == name for x in walk(u))]
+        if len(users) > 1:
+            raise PassError(NAME, f"local array '{name}' is used by several loop nests / statements: each "
+                                  f"thread/task would see only its own part of it", _at(users[1][0], func))
+        if users and users[0][1] == "loop":
+            ok, _why = D.privatizable(program, func, users[0][0])
+            if name in ok:
+                private.append(name)
+    for u, h in units:
+        if h == "once":
+            inside = {d.name for d in walk(u) if isinstance(d, N.Decl)}
+            outer = (D.assigned_names(u) - inside) & declared_top
+            if outer:
+                raise PassError(NAME, f"statement run once assigns '{sorted(outer)[0]}', which the other "
+                                      f"threads/tasks also use", _at(u, func))
+        if h == "loop":
+            dep = D.check_parallel(program, func, u, tuple(private))
+            if dep is not None:
+                raise PassError(NAME, f"loop '{u.var}' carries a dependence: {dep}", _at(u, func))
+    why = D.sibling_conflict(program, func, units)
+    if why is not None:
+        raise PassError(NAME, f"sibling loop nests cannot run in one kernel: {why}", _at(units[-1][0], func))
+    b = "global.x" if target in SIMT else "taskId"
+    return {"mode": "bind", "target": target, "func": func, "private": tuple(private), "multi": True,
+            "loops": [(u, b) for u, h in units if h == "loop"],
+            "once": [(u, b) for u, h in units if h == "once"]}
 
 
 def _atomic_reductions(program, func, lp, private) -> tuple:
@@ -317,6 +399,7 @@ def _atomic_reductions(program, func, lp, private) -> tuple:
 def _bind(program: N.Program, plan: dict):
     func, target = plan["func"], plan["target"]
     marks = {id(lp): b for lp, b in plan["loops"]}
+    once = {id(u): b for u, b in plan.get("once", ())}
     atomic = {id(s) for s in plan.get("atomic", ())}
     private = set(plan["private"])
     moved = {s.name: s for s in func.body.stmts if isinstance(s, N.Decl) and s.name in private}
@@ -324,11 +407,19 @@ def _bind(program: N.Program, plan: dict):
 
     # rewrite by identity: walk the original tree and rebuild
     def rebuild(n):
+        if id(n) in once:
+            # a statement that writes memory outside the loop nests: thread/task 0 runs it
+            inner = rebuild_plain(n)
+            return N.For(var=_fresh_name(func, "once"), lo=N.Const(0), hi=N.Const(1), step=N.Const(1),
+                         body=inner if isinstance(inner, N.Block) else N.Block((inner,)),
+                         binding=once[id(n)], var_type=N.Scalar("int32", "int"), loc=n.loc)
         if isinstance(n, N.For) and id(n) in marks:
             body = rebuild(n.body)
             pr = tuple(p for p in n.pragmas if not p.startswith("omp")) if target != "c" else n.pragmas
-            if n is outer and moved:
-                body = body.with_(stmts=tuple(moved.values()) + body.stmts)
+            if moved and (n is outer or plan.get("multi")):
+                mine = tuple(d for k, d in moved.items() if any(isinstance(x, N.Var) and x.name == k
+                                                              for x in walk(n.body)))
+                body = body.with_(stmts=mine + body.stmts)
             return n.with_(body=body, binding=marks[id(n)], pragmas=pr)
         if isinstance(n, N.Assign) and id(n) in atomic:
             return N.ExprStmt(N.Intrinsic("atomicAdd", (N.UnOp("&", n.target), n.value), loc=n.loc), loc=n.loc)
@@ -349,6 +440,14 @@ def _bind(program: N.Program, plan: dict):
                         ch[f.name] = nv
             return replace(n, **ch) if ch else n
         return n
+
+    def rebuild_plain(n):
+        saved = dict(once)
+        once.clear()
+        try:
+            return rebuild(n)
+        finally:
+            once.update(saved)
 
     body = rebuild(func.body)
     if target == "c":
@@ -377,6 +476,16 @@ def _bind(program: N.Program, plan: dict):
     return prog, _launch(program, func, plan)
 
 
+def _fresh_name(func, base):
+    used = {n.name for n in walk(func) if isinstance(n, (N.Var, N.Decl))} | \
+        {n.var for n in walk(func) if isinstance(n, N.For)}
+    k, name = 0, base
+    while name in used:
+        k += 1
+        name = f"{base}{k}"
+    return name
+
+
 def _replace_func(program, old, new):
     return program.with_(items=tuple(new if it is old else it for it in program.items))
 
@@ -388,6 +497,17 @@ def _launch(program, func, plan) -> dict:
     block = plan["block"]
     cap = plan["grid_cap"]
     loops = plan["loops"]
+    if plan.get("multi"):
+        exts = [_blocks(program, func, lp, block, cap) for lp, _ in loops]
+        if any(isinstance(e, int) for e in exts):
+            grid = FALLBACK_GRID if cap is None else min(FALLBACK_GRID, cap)
+        else:
+            grid = exts[0]
+            for e in exts[1:]:
+                grid = grid if e == grid else f"max({grid}, {e})"
+            if plan.get("once"):
+                grid = f"max({grid}, 1)"           # thread 0 must exist for the run-once statements
+        return {"grid": [grid, 1, 1], "block": [block, 1, 1]}
     if len(loops) == 1:
         return {"grid": [_blocks(program, func, loops[0][0], block, cap), 1, 1], "block": [block, 1, 1]}
     bx = 32 if block >= 32 else block

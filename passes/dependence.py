@@ -1150,3 +1150,76 @@ def _free_ints(e) -> set:
             out.add(x)
         stack.extend(x.children())
     return out
+
+
+# ----------------------------------------------------------------------------- sibling nests
+def sibling_conflict(program, func: N.Func, units) -> Optional[str]:
+    """Why running the top-level ``units`` of ``func`` spread over threads/tasks is unsafe, or None.
+
+    ``units``: (statement of ``func``, how) in program order; how is ``"loop"`` (a For whose
+    iteration number k runs in thread k mod T, T unknown), ``"once"`` (runs in thread 0 only) or
+    ``"all"`` (runs redundantly in every thread; must write no memory).  Each thread runs its
+    share of the units in program order, so a pair of accesses is safe when the two touch
+    different elements or always run in the same thread (equal iteration numbers for every T).
+    An ``"all"`` unit may not read a buffer that a loop/once unit writes (another thread may
+    write it before or after the read)."""
+    view = analysis_view(func)
+    vunits = [(_same_position(func, view, s), how) for s, how in units]
+    top_assigned = assigned_names(view.body)
+    accs = []
+    for v, how in vunits:
+        region = v.body if how == "loop" else v
+        lst = collect(region, view, program)
+        priv = _private_names(region)
+        accs.append([a for a in lst if a.buffer not in priv and not (how == "loop" and a.buffer == v.var)])
+    written = {a.buffer for (v, how), lst in zip(vunits, accs) if how != "all" for a in lst if a.mode != "r"}
+    for (v, how), lst in zip(vunits, accs):
+        if how == "all":
+            for a in lst:
+                if a.mode != "r":
+                    return f"'{a.buffer}' is written by a statement every thread runs"
+                if a.buffer in written:
+                    line = getattr(getattr(a.stmt, "loc", None), "line", "?")
+                    return (f"'{a.buffer}' read at line {line} by every thread is written by a parallel "
+                            f"loop nest of another thread")
+    par = [(k, v, how) for k, (v, how) in enumerate(vunits) if how != "all"]
+    for x, (i, va, ha) in enumerate(par):
+        for (j, vb, hb) in par[x + 1:]:
+            for a in accs[i]:
+                for b in accs[j]:
+                    if a.buffer != b.buffer or (a.mode == "r" and b.mode == "r"):
+                        continue
+                    line = getattr(getattr(b.stmt, "loc", None), "line", "?")
+                    what = (f"'{a.buffer}' at line {line} touches an element another thread wrote or read "
+                            f"in an earlier loop nest")
+                    if a.index is None or b.index is None:
+                        return what + " (element not computable)"
+
+                    def build(expand, a=a, b=b, va=va, vb=vb, ha=ha, hb=hb):
+                        env = _make_env(program, view, N.Block((va, vb)), (), expand)
+                        env.varying |= {n for n in top_assigned if n not in env.loopvars}
+                        ks = []
+                        la, lb = list(a.loops), list(b.loops)
+                        for u, how, side in ((va, ha, "a"), (vb, hb, "b")):
+                            if how == "loop":
+                                xv = _bounds(u, side, env)
+                                ks.append(_iter_pos(u, xv, side, env))
+                            else:
+                                ks.append(z3.IntVal(0))
+                        for acc, side in ((a, "a"), (b, "b")):
+                            for l in acc.loops:
+                                _bounds(l, side, env)
+                            env.cons += guard_constraints(acc, side, env)
+                        if a.extent is None and b.extent is None:
+                            env.cons += equal_subscripts(a.index, ((va,) if ha == "loop" else ()) + tuple(la),
+                                                         b.index, ((vb,) if hb == "loop" else ()) + tuple(lb), env)
+                        else:
+                            ia, ib = to_z3(a.index, "a", env), to_z3(b.index, "b", env)
+                            xa = to_z3(a.extent, "a", env) if a.extent is not None else z3.IntVal(1)
+                            xb = to_z3(b.extent, "b", env) if b.extent is not None else z3.IntVal(1)
+                            env.cons += [ia < ib + xb, ib < ia + xa]
+                        env.cons.append(ks[0] != ks[1])
+                        return env.cons
+                    if _decide(build) != "unsat":
+                        return what
+    return None
