@@ -1400,7 +1400,9 @@ class _Poly:
 
     def expr(self, mono):
         """The expression of a monomial (coefficient, atom keys)."""
-        k, keys = mono
+        k, keys = mono[0], mono[1]
+        if len(mono) > 2:
+            return mono[2]      # the expression as the kernel wrote it
         out = None
         for a in keys:
             node = self.atoms[a][0]
@@ -1501,6 +1503,8 @@ class _Normalizer:
                 cur = body[k]
             else:
                 levels_body.append(body)
+        self.taken = _vars(tuple(stmts)) | {n.name for n in walk(tuple(stmts)) if isinstance(n, N.Decl)} | \
+            set(self.params)
         new = self.collapse(levels_body)
         return tuple(stmts[:i0]) + tuple(new) + tuple(stmts[i0 + 1:])
 
@@ -1509,6 +1513,9 @@ class _Normalizer:
         allst = tuple(s for lb in levels_body for s in lb)
         if any(isinstance(n, (N.Raw, N.Return, N.Barrier)) for n in walk(allst)):
             raise _NoNorm("an early exit or a label in the partition body")
+        taken = set(self.taken) | _vars(allst) | {n.name for n in walk(allst) if isinstance(n, N.Decl)}
+        levels_body = [self._chain_updates(lb, allst, taken) for lb in levels_body]
+        allst = tuple(s for lb in levels_body for s in lb)
         pset = set(self.pvars)
         self._arrays0 = {s.name for lb in levels_body for s in lb if isinstance(s, N.Decl)
                          and isinstance(s.type, N.Array)}
@@ -1606,8 +1613,17 @@ class _Normalizer:
         self.carried = carried
         # the prologue: computed once, before the collapsed loops; what initializes a private
         # buffer that the work writes is repeated at the start of each iteration instead
-        hoisted, replicated = [], {}
+        # only pure declarations are computed once before the collapsed loops (binding accepts
+        # declarations outside the nest it binds); the rest of the set-up (buffer fills, chains
+        # of updates) is repeated at the start of each iteration of the work that needs it:
+        # it writes only the partition's own locals, so every iteration sees what every
+        # partition saw after its set-up
+        hoisted, rest, rest_defs = [], [], set()
+        last = hoisted
         for s in prologue:
+            if isinstance(s, N.Comment):
+                (last if s.trailing else hoisted).append(s)     # a trailing comment follows its line
+                continue
             w = self._writes(s)
             mem_stores = [t for t in _stores(s) if not (_vars(_store_base(t)) & self._arrays0) and
                           not isinstance(t, N.Var)]
@@ -1621,24 +1637,17 @@ class _Normalizer:
             if w - locals_:
                 raise _NoNorm(f"the partition prologue writes '{sorted(w - locals_)[0]}' (shared state)")
             self._check_reads(s, carried, locals_, local_arrays)
-            cw = {v for v in w if v in carried}
-            if isinstance(s, N.Decl) and s.name in carried:
-                continue
-            if cw:
-                if (w - set(carried)) - ({s.name} if isinstance(s, N.Decl) else set()):
-                    raise _NoNorm("a prologue statement writes a private buffer and other state")
-                users = set().union(*(carried[v] for v in cw))
-                for u in users:
-                    replicated.setdefault(u, []).append(s)
-                continue
-            if _vars(s) & set(carried) and not isinstance(s, N.Comment):
-                raise _NoNorm("the prologue reads a private buffer the work rewrites")
-            hoisted.append(s)
-        decls_of = {s.name: s for s in prologue if isinstance(s, N.Decl)}
+            if isinstance(s, N.Decl) and s.name in pure_inv and not (_vars(s.init) & rest_defs):
+                hoisted.append(s)
+                last = hoisted
+            else:
+                rest.append(s)
+                last = rest
+                rest_defs |= w | ({s.name} if isinstance(s, N.Decl) else set())
+        self.rest_defs = rest_defs
         out = list(hoisted)
         for idx, it in enumerate(items):
-            pre = [decls_of[v] for v in decls_of if v in carried and idx in carried[v]]
-            pre += replicated.get(idx, [])
+            pre = self._slice(rest, self._item_refs(it))
             if it["kind"] == "strided":
                 nest = self._strided(it["stmt"], pre)
             else:
@@ -1646,6 +1655,93 @@ class _Normalizer:
             out.extend(nest)
             out.extend(it["stmts"])
         return self._drop_dead(out)
+
+    def _item_refs(self, it) -> set:
+        base = _vars(it["stmt"]) | (_vars(tuple(it["rest"])) if it["kind"] == "exit" else set())
+        for d in self._needed(base):
+            base |= _vars(self.pdecls[d].init)
+        return base
+
+    def _slice(self, rest, refs) -> list:
+        """The set-up statements ``refs`` needs (a backward slice over straight-line code)."""
+        need, keep = set(refs), []
+        pending = []        # trailing comments of the statement before them
+        for s in reversed(rest):
+            if isinstance(s, N.Comment):
+                pending.append(s)
+                continue
+            defs = self._writes(s) | ({s.name} if isinstance(s, N.Decl) else set())
+            if defs & need:
+                keep.extend(pending)
+                keep.append(s)
+                need |= _vars(s)
+            pending = []
+        return list(reversed(keep))
+
+    def _header_uses_setup(self, exprs, what):
+        names = set()
+        for e in exprs:
+            if e is not None:
+                names |= _vars(e)
+        for d in self._needed(names):
+            names |= _vars(self.pdecls[d].init)
+        bad = names & self.rest_defs
+        if bad:
+            raise _NoNorm(f"the {what} depends on '{sorted(bad)[0]}', which the partition set-up computes "
+                          "with more than a declaration")
+
+    def _chain_updates(self, lb, allst, taken):
+        """``int v = a; if (c1) v = e1; if (c2) v = e2;`` at one level, with every write of ``v``
+        there, becomes the pure declarations ``v_1 = a; v_2 = c1 ? e1 : v_1; v = c2' ? e2' : v_2``."""
+        decls = {s.name: s for s in lb if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar)
+                 and s.init is not None and _pure(s.init) and not s.type.const}
+        upd = {}
+        for s in lb:
+            a = self._update_of(s)
+            if a and a[0] in decls and _pure(a[1]) and _pure(a[2]):
+                upd.setdefault(a[0], []).append(id(s))
+        for v in list(upd):
+            writes = sum(1 for n in walk(allst) if (isinstance(n, (N.Assign, N.AssignExpr)) and _whole(n.target) == v)
+                         or (isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and
+                             _whole(n.operand) == v))
+            if writes != len(upd[v]):
+                del upd[v]
+        if not upd:
+            return list(lb)
+        left = {v: len(ids) for v, ids in upd.items()}
+        cur = {}
+
+        def sub(x):
+            return rewrite(x, lambda n: N.Var(cur[n.name], loc=n.loc) if isinstance(n, N.Var) and n.name in cur
+                           and cur[n.name] != n.name else n)
+        out = []
+        for s in lb:
+            if isinstance(s, N.Decl) and s.name in upd:
+                first = _fresh(s.name, taken)
+                cur[s.name] = first
+                out.append(s.with_(name=first))
+                continue
+            a = self._update_of(s)
+            if a and a[0] in upd and id(s) in upd[a[0]]:
+                v, c, e = a
+                left[v] -= 1
+                name = v if left[v] == 0 else _fresh(v, taken)
+                out.append(N.Decl(name, decls[v].type, N.Cond(sub(c), sub(e), N.Var(cur[v])), "local", loc=s.loc))
+                cur[v] = name
+                continue
+            out.append(sub(s))
+        return out
+
+    @staticmethod
+    def _update_of(s):
+        """(v, cond, value) for ``if (cond) v = value;``."""
+        if not (isinstance(s, N.If) and s.else_ is None):
+            return None
+        real = [x for x in _as_block(s.then).stmts if not isinstance(x, N.Comment)]
+        if len(real) == 1 and isinstance(real[0], N.Assign) and real[0].op == "=" and \
+                isinstance(real[0].target, N.Var):
+            return real[0].target.name, s.cond, real[0].value
+        return None
 
     def _writes(self, node) -> set:
         """Variables ``node`` changes: whole variables, and the partition's arrays stored into
@@ -1868,6 +1964,11 @@ class _Normalizer:
         unit = coefs[chain[0]]
         if unit[0] <= 0:
             raise _NoNorm("a negative index coefficient")
+        # the unit over the kernel's own names (declarations and macros kept) when it is one term
+        own = self.poly.of(_simplify_div_mod(self._subst(e, False)))
+        mine = [(c, tuple(a for a in mono if a != chain[0])) for mono, c in own.items() if chain[0] in mono]
+        if len(mine) == 1 and not any(self.poly.atoms[a][1] & pset for a in mine[0][1]):
+            unit = unit + (self.poly.expr(mine[0]),)
         span = _pmul(self._mono_poly(coefs[chain[-1]]), self.poly.of(self.extent[chain[-1]]))
         # the offset, over the kernel's own names (only partition-dependent values substituted)
         off = _fold(rewrite(rewrite(_simplify_div_mod(self._subst(e, False)),
@@ -1891,6 +1992,7 @@ class _Normalizer:
 
     # ---------------------------------------------------------------- strided work
     def _strided(self, s, pre):
+        self._header_uses_setup((s.lo, s.hi, s.step), f"header of '{s.var}'")
         chain, unit, span, off = self._linear(s.lo)
         if set(chain) != set(self.pvars):
             raise _NoNorm(f"the start of '{s.var}' does not use every partition index")
@@ -1996,6 +2098,8 @@ class _Normalizer:
                     raise _NoNorm(f"partition index '{pv}' is not used: the work would repeat")
                 covered[pv] = pv
                 indices[pv] = ([pv], (1, ()), self.poly.of(self.extent[pv]), _c(0), None)
+        self._header_uses_setup([b for (_, _, _, _, b) in indices.values()] + [N.Var(v) for v in indices],
+                                "bound of the collapsed loops")
         changed_in_work = _scalar_writes(body)
         for v, (_, _, _, _, b) in indices.items():
             if b is not None and _vars(b) & changed_in_work:
@@ -2038,9 +2142,15 @@ class _Normalizer:
                 ix |= need_idx[w]
             need_idx[d.name] = ix
         at_level = {v: [] for v in order}
+        late = []       # derived values reading the repeated set-up: after it
         for d in derived:
+            if _vars(d.init) & self.rest_defs or any(x.name in need_idx and x in late for x in derived
+                                                     if x.name in _vars(d.init)):
+                late.append(d)
+                continue
             lvl = max((order.index(v) for v in need_idx[d.name]), default=len(order) - 1)
             at_level[order[lvl]].append(d)
+        stmts = stmts[:len(pre)] + late + stmts[len(pre):]
         nest = None
         for v in reversed(order):
             nest = (at_level[v] + stmts) if nest is None else (at_level[v] + nest)
