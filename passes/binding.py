@@ -607,6 +607,11 @@ def _retarget(program: N.Program, plan: dict) -> N.Program:
                     return n.with_(text=n.text.replace(a, b))
         return n
     items = rewrite(program.items, fn)
+    # a vendor header whose intrinsics detensorize already lowered has no counterpart on the target
+    uses_wmma = any(isinstance(n, N.Intrinsic) and n.name.startswith("wmma::") for n in walk(items))
+    if not uses_wmma:
+        items = tuple(i for i in items if not (isinstance(i, N.Directive) and i.kind == "include"
+                                               and "<mma.h>" in i.text))
     return program.with_(dialect=dst, items=items)
 
 

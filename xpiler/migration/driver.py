@@ -108,6 +108,33 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     return out
 
 
+def _real_compile_gate(dialect: str, path: Path, v: Verdict) -> None:
+    """Fail a verdict whose kernel the target's real compiler rejects (nvcc sm_90 for cuda,
+    clang-15 gfx90a for hip), e.g. a stack frame over the AMDGPU limit that an emulator cannot
+    see. Skipped, and said so in the verdict's oracle, when that compiler is not installed."""
+    from ..platforms import get_platform
+    from ..platforms.base import which
+    from ..verify.tester import RunFailure
+    plat = get_platform(dialect)
+    if dialect == "cuda" and not which("nvcc"):
+        v.oracle += "; nvcc not installed: no real compile check"
+        return
+    if dialect == "hip" and not (which("clang++-15") or Path("/usr/lib/llvm-15/bin/clang++").exists()):
+        v.oracle += "; clang-15 not installed: no real compile check"
+        return
+    arch = "sm_90" if dialect == "cuda" else "gfx90a"
+    r = plat.compile_check(path, arch=arch)
+    if not r.get("ok"):
+        err = r.get("error") or {}
+        msg = err.get("message") if isinstance(err, dict) and err.get("message") else (r.get("log") or "")[-300:]
+        v.verified = False
+        v.failures.append(RunFailure("XP2005" if dialect == "hip" else "XP2001",
+                                     f"the real {arch} compiler rejects the kernel: {msg}", "-", -1,
+                                     log=(r.get("log") or "")[-2000:]))
+    else:
+        v.oracle += f"; compiles for {arch}"
+
+
 def _rel(p: Path) -> str | None:
     """``p`` relative to the working directory when it lies below it (lets a log be replayed
     from another checkout, e.g. on the GPU machine)."""
@@ -262,6 +289,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             cand_spec.path.write_text(spec_to_toml(cand_spec))
         v = compare_kernels(path, cand_spec, against=(src, sspec), use_reference=bool(sspec.reference),
                             seeds=seeds, jobs=jobs)
+        if v.verified and st.dialect in ("cuda", "hip"):
+            # the emulator ran it; the real compiler of the target must accept it too
+            _real_compile_gate(st.dialect, path, v)
         log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate=v.substrate,
                   instances=v.instances, seeds=list(v.seeds), verified=v.verified, max_abs_error=v.max_abs_error,
                   max_rel_error=v.max_rel_error, failures=[f.to_json() for f in v.failures[:5]])

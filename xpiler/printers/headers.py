@@ -27,6 +27,10 @@ def foreign_include(text: str, target: str) -> bool:
 def headers_for(prog: N.Program, target: str) -> tuple:
     names = {n.name for n in walk(prog.items) if isinstance(n, N.Intrinsic)}
     need = []
+    if target in ("cuda", "hip", "bang") and any(
+            isinstance(n, N.Scalar) and (n.spelling or "").endswith("_t") and n.spelling.startswith(("int", "uint"))
+            for n in walk(prog.items)):
+        need.append("stdint.h")
     if target == "cuda":
         need.append("cuda_runtime.h")
         if any(isinstance(n, N.Scalar) and n.dtype == "float16" for n in walk(prog.items)):
