@@ -47,3 +47,10 @@ def _selfchecks():
 @pytest.mark.parametrize("check", _selfchecks())
 def test_reference_selfcheck(check):
     check()
+
+
+def test_examples_readme_is_current():
+    from xpiler.examples_index import readme_markdown
+    path = EXAMPLES / "README.md"
+    assert path.is_file() and path.read_text() == readme_markdown(EXAMPLES), \
+        "examples/README.md is stale: python -m xpiler.examples_index > examples/README.md"
