@@ -98,3 +98,15 @@ def test_diagnostics_doc_is_current():
     doc = ROOT / "docs" / "diagnostics.md"
     assert doc.is_file(), "run: python -m xpiler.diagnostics > docs/diagnostics.md"
     assert doc.read_text() == render_markdown(), "docs/diagnostics.md is stale: python -m xpiler.diagnostics > docs/diagnostics.md"
+
+
+def test_bench_migrates_a_suite(tmp_path):
+    import shutil
+    suite = tmp_path / "suite"
+    (suite / "relu").mkdir(parents=True)
+    for f in ("relu.c", "relu.c.toml", "ref.py"):
+        shutil.copy(ROOT / "examples" / "relu" / f, suite / "relu" / f)
+    p = run_cli("bench", "--suite", suite, "--from", "c", "--to", "hip", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = json.loads(p.stdout)
+    assert rows == [dict(rows[0], verified=True)] and rows[0]["to"] == "hip"
