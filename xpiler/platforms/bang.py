@@ -13,15 +13,13 @@ prelude), so compiler errors point at the user's line.  See ``manuals/bang/emula
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import cache_root, compile_or_raise, content_key, tree_digest, which
+from .base import compile_cached, content_key, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 BANG_RUNTIME = RUNTIME_DIR / "bang"
@@ -352,20 +350,8 @@ class BangPlatform:
         flags = self.compile_flags(sanitize)
         key = content_key("bang", prepared, main, " ".join(flags), tree_digest(BANG_RUNTIME),
                           tree_digest(COMMON_INCLUDE))
-        out_dir = cache_root() / "build" / key
-        exe = out_dir / "run"
-        if exe.is_file():
-            return exe
-        tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / "kernel.prepared.cpp").write_text(prepared)
-        (tmp / "main.cpp").write_text(main)
-        compile_or_raise(["g++", *flags, "main.cpp", "-o", "run"], "XP2002", src.name, tmp, user_file=str(src))
-        try:
-            tmp.rename(out_dir)
-        except OSError:  # another process built the same key first
-            shutil.rmtree(tmp, ignore_errors=True)
-        return exe
+        return compile_cached(key, {"kernel.prepared.cpp": prepared, "main.cpp": main},
+                              ["g++", *flags, "main.cpp", "-o", "run"], "XP2002", src)
 
     def compile_check(self, src: Path, *, arch: str | None = None) -> dict:
         """Compile the kernel against the emulator header with strict warnings (no run)."""

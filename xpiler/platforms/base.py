@@ -66,3 +66,28 @@ def compile_or_raise(argv: list[str], code: str, src_name: str, cwd: Path, timeo
         err.log = log  # type: ignore[attr-defined]
         raise err
     return log
+
+
+def compile_cached(key: str, files: dict[str, str], argv: list[str], code: str, src: Path) -> Path:
+    """Build ``run`` from ``files`` with ``argv`` in the build cache under ``key`` (a content
+    hash), or return the executable a previous build left there. The build happens in a private
+    folder that is renamed into place, so parallel builds of the same key never see a half-written
+    executable; a failed build leaves nothing behind and raises ``XPError(code)`` at the user's line."""
+    out_dir = cache_root() / "build" / key
+    exe = out_dir / "run"
+    if exe.is_file():
+        return exe
+    tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name, body in files.items():
+        (tmp / name).write_text(body)
+    try:
+        compile_or_raise(argv, code, src.name, tmp, user_file=str(src))
+    except XPError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        tmp.rename(out_dir)
+    except OSError:  # another process built the same key first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return exe

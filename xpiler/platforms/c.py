@@ -7,11 +7,10 @@ Everywhere's portable implementations.  ``XPILER_C_SUBSTRATE=simde`` forces the 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import cache_root, compile_or_raise, content_key, tree_digest, which
+from .base import compile_cached, content_key, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
@@ -79,21 +78,8 @@ class CPlatform:
         main = main_source(spec, "kernel.c", cxx=False, timing=timing)
         flags = self._flags(sanitize)
         key = content_key("c", text, main, " ".join(flags), tree_digest(RUNTIME_DIR / "common"))
-        out_dir = cache_root() / "build" / key
-        exe = out_dir / "run"
-        if exe.is_file():
-            return exe
-        tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        (tmp / "kernel.c").write_text(f'#line 1 "{src.name}"\n' + text)
-        (tmp / "main.c").write_text(main)
-        compile_or_raise(["gcc", *flags, "main.c", "-o", "run", "-lm"], "XP2003", src.name, tmp,
-                         user_file=str(src))
-        try:
-            tmp.rename(out_dir)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return exe
+        return compile_cached(key, {"kernel.c": f'#line 1 "{src.name}"\n' + text, "main.c": main},
+                              ["gcc", *flags, "main.c", "-o", "run", "-lm"], "XP2003", src)
 
     def compile_check(self, src: Path, *, arch: str | None = None) -> dict:
         import subprocess

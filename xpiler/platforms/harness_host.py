@@ -5,12 +5,10 @@ configuration are what gets verified.  The job folder format is the ordinary one
 """
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import cache_root, compile_or_raise, content_key, tree_digest, which
+from .base import compile_cached, content_key, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, _call_args
 
 
@@ -63,21 +61,4 @@ def build_host(src: Path, spec, host_fn: str, *, sanitize: bool = True) -> Path:
             argv = ["g++", *plat.emu_flags(sanitize), "main.cpp", "-o", "run", "-lm"]
             code, digest = "XP2001", tree_digest(RUNTIME_DIR / "simt")
     key = content_key("host-launcher", d, *files.values(), " ".join(argv), digest, tree_digest(COMMON_INCLUDE))
-    out_dir = cache_root() / "build" / key
-    exe = out_dir / "run"
-    if exe.is_file():
-        return exe
-    tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
-    tmp.mkdir(parents=True, exist_ok=True)
-    for name, body in files.items():
-        (tmp / name).write_text(body)
-    try:
-        compile_or_raise(argv, code, src.name, tmp, user_file=str(src))
-    except XPError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    try:
-        tmp.rename(out_dir)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return exe
+    return compile_cached(key, files, argv, code, src)

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import cache_root, compile_or_raise, content_key, tree_digest, which
+from .base import cache_root, compile_cached, content_key, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 SIMT_DIR = RUNTIME_DIR / "simt"
@@ -449,28 +449,9 @@ class SimtPlatform:
             (workdir / "kernel.prepared.cpp").write_text(prepared)
         except OSError:
             pass
-        return self._compile_cached(key, {"kernel.prepared.cpp": prepared, "main.cpp": main},
+        return compile_cached(key, {"kernel.prepared.cpp": prepared, "main.cpp": main},
                                     ["g++", *flags, "main.cpp", "-o", "run", "-lm"], "XP2001", src)
 
-    def _compile_cached(self, key: str, files: dict[str, str], argv: list[str], code: str, src: Path) -> Path:
-        out_dir = cache_root() / "build" / key
-        exe = out_dir / "run"
-        if exe.is_file():
-            return exe
-        tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        for name, body in files.items():
-            (tmp / name).write_text(body)
-        try:
-            compile_or_raise(argv, code, src.name, tmp, user_file=str(src))
-        except XPError:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        try:
-            tmp.rename(out_dir)
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return exe
 
     # -- GPU build -----------------------------------------------------------------------------
     def gpu_main_source(self, spec, kernel_include: str, *, timing: bool, repeats: int = 20) -> str:
@@ -566,7 +547,7 @@ class SimtPlatform:
         argv += ["main.cu", "-o", "run"]
         key = content_key("simt-gpu", self.dialect, body, main, " ".join(argv), tree_digest(COMMON_INCLUDE),
                           HIP_ON_CUDA.read_text() if HIP_ON_CUDA.exists() else "")
-        return self._compile_cached(key, {kernel_name: body, "main.cu": main}, argv, "XP2001", src)
+        return compile_cached(key, {kernel_name: body, "main.cu": main}, argv, "XP2001", src)
 
     # -- real compilers --------------------------------------------------------------------------
     def compile_check(self, src: Path, *, arch: str | None = None) -> dict:
