@@ -44,16 +44,19 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
 
 def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir: str | Path = "out",
             llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
-            seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None):
+            seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None,
+            perf: bool = True):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
     Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
-    ``report_path``, ``log_path``, ``latency`` (when measured), ``diagnostics``. A result that is
+    ``report_path``, ``log_path``, ``latency`` and ``perf`` (kernel vs reference latency, measured
+    only on a hardware substrate: native C, or cuda on an NVIDIA GPU; ``perf=False`` skips it),
+    ``diagnostics``. A result that is
     not verified wrote its best candidate with ``.unverified`` in the name.
     """
     from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
-                    jobs=jobs, resume=resume, progress=progress)
+                    jobs=jobs, resume=resume, progress=progress, perf=perf)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

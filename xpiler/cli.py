@@ -166,7 +166,8 @@ def cmd_migrate(a) -> int:
             sys.stderr.flush()
 
     r = migrate(a.src, to=a.to, spec=a.spec, outdir=a.outdir, llm=a.llm, proposer=a.proposer, budget=a.budget,
-                tune=not a.no_tune, seed=a.seed, jobs=a.jobs, resume=a.resume, progress=progress)
+                tune=not a.no_tune, seed=a.seed, jobs=a.jobs, resume=a.resume, progress=progress,
+                perf=not a.no_perf)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -215,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--proposer", choices=["symbolic", "llm", "both"], default="symbolic")
     m.add_argument("--budget", type=float, default=600.0, metavar="SECONDS")
     m.add_argument("--no-tune", action="store_true")
+    m.add_argument("--no-perf", action="store_true",
+                   help="skip timing the verified kernel against its reference (done only on hardware substrates)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--jobs", type=int, default=2)
     m.add_argument("--cluster", metavar="ADDRESS")

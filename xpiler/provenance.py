@@ -22,7 +22,7 @@ from typing import Any, Iterator
 from . import __version__
 
 SCHEMA_VERSION = 1
-EVENT_TYPES = ("parse", "pass", "llm_call", "test", "repair", "tune", "output", "note")
+EVENT_TYPES = ("parse", "pass", "llm_call", "test", "repair", "tune", "output", "perf", "note")
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|authorization|token|secret|password)", re.I)
 _SECRET_VALUES = [re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), re.compile(r"Bearer\s+[A-Za-z0-9._\-]+"),

@@ -74,10 +74,14 @@ def _perf_png(perf: dict) -> bytes | None:
         return None
     if not perf:
         return None
-    fig, ax = plt.subplots(figsize=(5, 2.5))
+    fig, ax = plt.subplots(figsize=(6, 1.2 + 0.45 * len(perf)))
     names, vals = list(perf), [perf[k] for k in perf]
-    ax.barh(names, vals, color=["#1976d2", "#9e9e9e"][: len(names)])
-    ax.set_xlabel("median latency (ms)")
+    colors = ["#9e9e9e" if "reference" in n or "baseline" in n else "#1976d2" for n in names]
+    ax.barh(names, vals, color=colors)
+    for y, v in enumerate(vals):
+        ax.text(v, y, f" {v:.3g} ms", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("median latency (ms), lower is better")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
@@ -94,7 +98,14 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
     g = program_graph(events)
     gpng = _graph_png(g)
     perf = {e["label"]: e["median_ms"] for e in events if e["type"] == "tune" and "median_ms" in e}
+    perf_rows = [r for e in events if e["type"] == "perf" for r in e.get("rows", [])]
+    perf_notes = [e["note"] for e in events if e["type"] == "perf" and e.get("note")]
+    for r in perf_rows:
+        perf[f"migrated kernel ({r['substrate']}, {r['instance']})"] = r["kernel_ms"]
+        perf[f"{r['baseline']} ({r['instance']})"] = r["baseline_ms"]
     ppng = _perf_png(perf)
+    if ppng:
+        (outdir / "performance.png").write_bytes(ppng)
     if gpng:
         (outdir / "program_graph.png").write_bytes(gpng)
 
@@ -118,8 +129,18 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
             md.append(f"- `{s['name']}` not applied ({s.get('code')}: {s.get('why')})")
     if diags:
         md += ["", "## Diagnostics", ""] + [f"- {d['severity']} **{d['code']}**: {d['message']}" for d in diags]
-    if perf:
-        md += ["", "## Performance", ""] + [f"- {k}: {v:.4g} ms" for k, v in perf.items()]
+    md += ["", "## Performance", ""]
+    if perf_rows:
+        md += ["| instance | shape | substrate | kernel ms | baseline | baseline ms | baseline / kernel |",
+               "|---|---|---|---|---|---|---|"]
+        md += [f"| {r['instance']} | {r['shape']} | {r['substrate']} | {r['kernel_ms']:.4g} | {r['baseline']} | "
+               f"{r['baseline_ms']:.4g} | {r['speedup_vs_baseline']:.2f}× |" for r in perf_rows]
+    md += [f"- {k}: {v:.4g} ms" for k, v in perf.items() if not perf_rows]
+    md += [f"_{n}_" for n in perf_notes]
+    if not perf and not perf_notes:
+        md.append("_not measured in this run_")
+    if ppng:
+        md += ["", "![performance](performance.png)"]
     md += ["", "## Source", "", "```c", src_text.rstrip(), "```", "", f"## Target ({result.target})", "", "```c",
            tgt_text.rstrip(), "```", "", "## Diff source → target", "", "```diff"]
     md += list(difflib.unified_diff(src_text.splitlines(), tgt_text.splitlines(), "source", "target", lineterm=""))
@@ -145,6 +166,12 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
     diff = esc("\n".join(difflib.unified_diff(src_text.splitlines(), tgt_text.splitlines(), "source", "target",
                                               lineterm="")))
     diag_html = "".join(f"<li><b>{esc(d['code'])}</b> {esc(d['severity'])}: {esc(d['message'])}</li>" for d in diags)
+    perf_table = ("<table><tr><th>instance</th><th>shape</th><th>substrate</th><th>kernel ms</th><th>baseline</th>"
+                  "<th>baseline ms</th><th>baseline / kernel</th></tr>" + "".join(
+                      f"<tr><td>{esc(r['instance'])}</td><td>{esc(r['shape'])}</td><td>{esc(r['substrate'])}</td>"
+                      f"<td>{r['kernel_ms']:.4g}</td><td>{esc(r['baseline'])}</td><td>{r['baseline_ms']:.4g}</td>"
+                      f"<td>{r['speedup_vs_baseline']:.2f}×</td></tr>" for r in perf_rows) + "</table>") if perf_rows else ""
+    notes_html = "".join(f"<p><i>{esc(n)}</i></p>" for n in perf_notes)
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>xpiler report: {esc(Path(src).name)}</title>
 <style>body{{font-family:sans-serif;margin:1.5em;max-width:1400px}} pre{{background:#f6f8fa;padding:.6em;overflow:auto;
 font-size:12px}} .cols{{display:flex;gap:1em}} .cols>div{{flex:1;min-width:0}} table{{border-collapse:collapse}}
@@ -158,7 +185,7 @@ xpiler {esc(str(header.get('version')))} ({esc(str(header.get('git')))}).</p>
 <th>max abs err</th><th>max rel err</th></tr>{rows}</table>
 <h2>Pass sequence</h2><ol>{steps_html}</ol>
 <h2>Program graph</h2>{img(gpng) or '<p>(matplotlib not installed)</p>'}
-<h2>Performance</h2>{img(ppng) or '<p>No latency measured in this run (tuning off, or no substrate timing here).</p>'}
+<h2>Performance</h2>{perf_table}{img(ppng) or '<p>No latency measured in this run.</p>'}{notes_html}
 <h2>Diagnostics</h2><ul>{diag_html or '<li>none</li>'}</ul>
 <h2>Source and target</h2><div class="cols"><div><h3>source ({esc(spec.dialect)})</h3><pre>{esc(src_text)}</pre></div>
 <div><h3>target ({esc(result.target)})</h3><pre>{esc(tgt_text)}</pre></div></div>

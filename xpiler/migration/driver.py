@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -38,7 +39,9 @@ class MigrationResult:
     log_path: Path | None
     verdict: Verdict | None
     steps: list[Step] = field(default_factory=list)
-    latency: float | None = None
+    latency: float | None = None          # median kernel latency (ms) on a hardware substrate, when measured
+    perf: list = field(default_factory=list)   # xpiler.perf.PerfRow rows (kernel vs baseline)
+    perf_note: str = ""
     diagnostics: list[XPError] = field(default_factory=list)
     elapsed_s: float = 0.0
     failing_test: Path | None = None
@@ -181,6 +184,35 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
     return kernel_text
 
 
+def _write_compile_failing_test(outdir: Path, cand: Path, src: Path, f, arch: str) -> Path:
+    """The failure was the target's real compiler rejecting the candidate (the emulator ran it):
+    the script runs that compiler again and prints its error."""
+    dialect = "cuda" if arch.startswith("sm_") else "hip"
+    log_lines = "\n".join("#   " + ln for ln in (f.log or "").strip().splitlines()[-12:])
+    script = outdir / f"{cand.name}.failing_test.py"
+    script.write_text(f'''#!/usr/bin/env python3
+"""Reproduce the failure of the unverified migration {cand.name} (from {src.name}).
+
+The kernel passed its tests on the emulator, but the real {arch} compiler rejects it.
+Recorded failure: {f.code} {f.message[:300]}
+"""
+# compiler output when this file was written (last lines):
+{log_lines or "#   (none recorded)"}
+import sys
+from pathlib import Path
+
+from xpiler.platforms import get_platform
+
+HERE = Path(__file__).resolve().parent
+r = get_platform({dialect!r}).compile_check(HERE / {cand.name!r}, arch={arch!r})
+print("compiles" if r.get("ok") else "rejected by the {arch} compiler:")
+print((r.get("log") or "")[-4000:])
+# exit 0 when the failure reproduces (the compiler still rejects it), 1 when it now compiles
+sys.exit(1 if r.get("ok") else 0)
+''')
+    return script
+
+
 def write_failing_test(outdir: Path, cand: Path, src: Path, sspec: Spec, verdict: Verdict) -> Path:
     """A standalone script reproducing the smallest failure of an unverified candidate."""
     from ..spec import load_spec as _load
@@ -192,6 +224,9 @@ def write_failing_test(outdir: Path, cand: Path, src: Path, sspec: Spec, verdict
 
     fails = [f for f in verdict.failures if f.seed >= 0] or verdict.failures
     f = min(fails, key=lambda x: (size(x), x.seed))
+    m = re.match(r"the real (\S+) compiler rejects", f.message)
+    if m:
+        return _write_compile_failing_test(outdir, cand, src, f, m.group(1))
     diffs = "\n".join(f"#   at {d['index']}: got {d['got']}, expected {d['expected']}" for d in f.first_diffs[:5])
     script = outdir / f"{cand.name}.failing_test.py"
     script.write_text(f'''#!/usr/bin/env python3
@@ -229,7 +264,8 @@ sys.exit(1 if verdict.verified else 0)
 def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, outdir: str | Path = "out", *,
             proposer: str = "symbolic", llm: str | None = None, budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
-            progress: Callable[[str], None] | None = None, pipeline: list | None = None) -> MigrationResult:
+            progress: Callable[[str], None] | None = None, pipeline: list | None = None,
+            perf: bool = True) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError, get as get_pass
@@ -460,6 +496,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         result.verified, result.code, result.output_path = True, final_text, out
         result.spec_path = outdir / (out_name + ".toml")
         log.event("output", path=str(out), program_hash=verified_stage.hash, verified=True)
+        if perf:
+            from ..perf import measure
+            say("timing the kernel against its reference")
+            rows, note = measure(out, ospec)
+            result.perf, result.perf_note = rows, note
+            result.latency = rows[0].kernel_ms if rows else None
+            log.event("perf", rows=[r.to_json() for r in rows], note=note)
     else:
         diags.append(XPError("XP4004", target=to, entry=sspec.entry))
         cand, cverdict = best_failing if best_failing else (stage, verdict)

@@ -1,0 +1,123 @@
+"""Latency of a verified kernel next to a baseline, measured side by side in one run.
+
+Only hardware substrates are timed: native C on this CPU (``hw:cpu-…``) and CUDA on an NVIDIA GPU
+(``hw:nvidia-…``). Emulator runs are functional verdicts and never produce a latency (DESIGN §4:
+emulator timings are not performance); :func:`measure` then returns no rows and says why.
+
+The baseline is the spec's reference implementation (``ref.py``, numpy) called on the same
+inputs in this process, labelled with where it ran ("numpy reference on the host CPU"). It is the
+operator's plain library formulation (numpy matmul is OpenBLAS), so the ratio says how the
+migrated kernel compares to the obvious library call on this machine; the per-operator PyTorch and
+cuBLAS comparisons live in ``benchmarks/`` (cpu_perf.py, gpu_perf.py).
+
+Kernel timing happens inside the harness (3 warm-up calls, then the median of ``repeats`` calls;
+CUDA events on a GPU). The instance timed is the largest one in the spec.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .spec import Spec
+
+BASELINE_LABEL = "numpy reference (ref.py) on the host CPU"
+
+
+@dataclass
+class PerfRow:
+    instance: str
+    shape: str
+    substrate: str
+    kernel_ms: float
+    baseline: str
+    baseline_ms: float
+
+    @property
+    def speedup(self) -> float:
+        """baseline time / kernel time (> 1: the kernel is faster)."""
+        return self.baseline_ms / self.kernel_ms if self.kernel_ms > 0 else float("inf")
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["speedup_vs_baseline"] = self.speedup
+        return d
+
+
+def hardware_substrate(dialect: str) -> str | None:
+    """The hardware substrate that would time a ``dialect`` kernel here, or None (emulator only)."""
+    from .platforms import get_platform
+    from .verify.tester import _gpu_for
+    if dialect == "cuda":
+        return _gpu_for("cuda")
+    if dialect == "c":
+        sub = get_platform("c").substrate()
+        return sub if sub.startswith("hw:") else None
+    return None
+
+
+def _largest(spec: Spec):
+    insts = spec.instances()
+    return max(insts, key=lambda i: sum(i.numel(a.name) for a in spec.arrays))
+
+
+def _time_call(fn, repeats: int) -> float:
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def measure(kernel: Path, spec: Spec, *, repeats: int = 10, timeout_s: float = 120) -> tuple[list[PerfRow], str]:
+    """Time ``kernel`` (verified already) and the reference on the spec's largest instance.
+
+    Returns ``(rows, note)``: no rows and the reason in ``note`` when there is no hardware
+    substrate for the dialect here, no reference, or the timed run failed."""
+    from .platforms import get_platform
+    from .platforms.harness import write_job
+    from .sandbox import run_limited
+    from .verify.inputs import make_inputs
+    from .verify.oracle import bf16_to_f32, load_reference
+
+    sub = hardware_substrate(spec.dialect)
+    if sub is None:
+        return [], f"no hardware substrate for {spec.dialect} here (emulator timings are not performance)"
+    if not spec.reference:
+        return [], "the spec names no reference implementation to compare with"
+    inst = _largest(spec)
+    work = Path(tempfile.mkdtemp(prefix="xpiler-perf-"))
+    try:
+        plat = get_platform(spec.dialect)
+        if spec.dialect == "cuda":
+            exe = plat.build(Path(kernel), spec, work, sanitize=False, gpu=True, timing=True)
+        else:
+            exe = plat.build(Path(kernel), spec, work, sanitize=False, timing=repeats)
+        arrays = make_inputs(inst, 0)
+        job = work / "job"
+        write_job(job, inst, arrays)
+        oc = run_limited([str(exe), str(job)], timeout_s=timeout_s, mem_mb=None)
+        m = re.search(r"xpiler-time-ms: ([0-9.eE+-]+)", oc.stdout or "")
+        if not oc.ok or not m:
+            return [], f"the timed run failed ({oc.reason})"
+        kernel_ms = float(m.group(1))
+        fn = load_reference(spec)
+        args = []
+        for a in spec.args:
+            if a.role in ("in", "inout"):
+                arr = arrays[a.name]
+                args.append(bf16_to_f32(arr) if a.dtype == "bfloat16" else arr.copy())
+            elif a.role == "scalar":
+                args.append(inst.scalars[a.name])
+        base_ms = _time_call(lambda: fn(*args), repeats)
+    except Exception as e:  # a perf measurement never fails a verified migration
+        return [], f"not measured: {type(e).__name__}: {str(e)[:200]}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [PerfRow(inst.name, inst.describe(), sub, kernel_ms, BASELINE_LABEL, base_ms)], ""
