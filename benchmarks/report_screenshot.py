@@ -3,9 +3,11 @@
 
     python benchmarks/report_screenshot.py [--out DIR]
 
-Checks that the page renders offline (no network) with its plot and program graph: the
-screenshot must exist, be large, and contain both light background and many distinct colours
-(text, the green/red graph nodes). Exit 0 when it does.
+The migration is gemm.cu -> c, so the kernel runs on a hardware substrate here (this CPU) and the
+report has a performance table and plot (kernel vs the numpy reference). Checks that the page
+renders offline (no network) with its plot and program graph: the screenshot must exist, be large,
+contain many distinct colours, the green verified nodes of the graph and the blue bar of the
+performance plot. Exit 0 when it does.
 """
 from __future__ import annotations
 
@@ -30,16 +32,18 @@ def main() -> int:
         return 2
     import xpiler
     work = Path(tempfile.mkdtemp(prefix="xpiler-report-"))
-    r = xpiler.migrate(ROOT / "examples" / "gemm" / "gemm.c", to="hip", outdir=work / "out")
+    r = xpiler.migrate(ROOT / "examples" / "gemm" / "gemm.cu", to="c", outdir=work / "out")
     html = r.report_path
     assert html and html.is_file()
     text = html.read_text()
     assert "http://" not in text and "https://" not in text, "the report must not reference the network"
-    png = Path(a.out) / "report_gemm_c_to_hip.png"
+    perf_part = text.split("<h2>Performance</h2>")[1].split("<h2>")[0]
+    assert "data:image/png" in perf_part, "the report has no performance plot"
+    png = Path(a.out) / "report_gemm_cu_to_c.png"
     png.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={work / 'chrome'}", "--window-size=1300,2200", f"--screenshot={png}",
+                    f"--user-data-dir={work / 'chrome'}", "--window-size=1300,2600", f"--screenshot={png}",
                     html.as_uri()], capture_output=True, timeout=120)
     if not png.is_file():
         print("no screenshot was written")
@@ -47,10 +51,12 @@ def main() -> int:
     from PIL import Image  # matplotlib depends on pillow
     im = Image.open(png).convert("RGB")
     colours = len(set((lambda s: s.get_flattened_data() if hasattr(s, "get_flattened_data") else s.getdata())(im.resize((260, 440)))))
+    pixels = list(im.get_flattened_data() if hasattr(im, "get_flattened_data") else im.getdata())
+    blues = sum(1 for p in pixels if p[2] > 180 and p[0] < 60 and 90 < p[1] < 150)   # the kernel's bar
     greens = sum(1 for p in (im.get_flattened_data() if hasattr(im, "get_flattened_data") else im.getdata()) if p[1] > 150 and p[0] < 120 and p[2] < 120)
     print(f"report: {html} ({'verified' if r.verified else 'unresolved'}); screenshot {png} {im.size}, "
-          f"{colours} colours, {greens} green pixels")
-    ok = im.size[0] >= 1000 and colours > 50 and greens > 100
+          f"{colours} colours, {greens} green pixels (graph), {blues} blue pixels (plot)")
+    ok = im.size[0] >= 1000 and colours > 50 and greens > 100 and blues > 100
     print("RENDERED OK" if ok else "RENDER CHECK FAILED")
     return 0 if ok else 1
 
