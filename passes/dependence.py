@@ -34,6 +34,8 @@ from xpiler.ir import nodes as N
 from xpiler.ir.affine import accesses
 from xpiler.ir.visit import rewrite, substitute, walk
 
+from .dependence_idioms import lane_bit
+
 INT_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
 TIMEOUT_MS = 2000
 
@@ -549,6 +551,9 @@ def to_z3_bool(e, side, env, depth=0):
         return to_z3_bool(env.lets[e.name], side, env, depth + 1)
     if isinstance(e, N.Cast):
         return to_z3_bool(e.expr, side, env, depth + 1)
+    bit = lane_bit(e, side, env, to_z3, depth)
+    if bit is not None:
+        return bit
     if isinstance(e, N.BinOp) and e.op in CMP:
         return CMP[e.op](to_z3(e.lhs, side, env, depth + 1), to_z3(e.rhs, side, env, depth + 1))
     if isinstance(e, N.BinOp) and e.op in ("&&", "||"):
