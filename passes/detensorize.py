@@ -238,6 +238,9 @@ def apply(program: N.Program, *, entry: str = None, target: str | None = None, k
             it = it.with_(body=body)
         items.append(it)
     out = program.with_(items=tuple(items))
+    if program.dialect == "hip":
+        from .lowering.vector_types import drop_unused_typedefs
+        out = drop_unused_typedefs(out)
     left = [(f, n, node) for f, n, node in intrinsic_sites(out) if f is not None]
     if left:
         fam, name, node = left[0]

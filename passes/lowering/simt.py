@@ -114,7 +114,17 @@ class SimtHooks:
         ctx.tid_name = None
 
     def end(self, ctx, body):
-        return body
+        # hip vector values (floatx4 ...) -> plain arrays, so the result compiles for any SIMT target;
+        # where an MFMA was lowered, a vector that cannot become an array is refused
+        if ctx.dialect != "hip":
+            return body
+        from . import vector_types as VT
+        try:
+            return VT.lower_func(ctx.func.with_(body=body)).body
+        except VT.Kept as e:
+            if getattr(ctx, "mfma_lowered", False):
+                ctx.refuse(e.why, e.node)
+            return body
 
     def buffer(self, ctx, hint, elem: N.Scalar, n: int) -> str:
         key = (hint, elem.dtype)
@@ -250,6 +260,7 @@ class SimtHooks:
                     or (isinstance(s, N.Decl) and s.init in mf)):
                 ctx.refuse("an MFMA builtin must be the whole right-hand side of an assignment or declaration")
             call = s.value if isinstance(s, N.Assign) else s.init
+            ctx.mfma_lowered = True
             res = ctx.fresh("d")
             pre += L_mfma.lower(ctx, call, res, self.barrier)
             e = ctx.fresh("e")
