@@ -50,6 +50,7 @@ from xpiler.ir.visit import rewrite, substitute, walk
 
 from .base import PassError
 from . import dependence as D
+from . import replicate
 
 NAME = "binding"
 TARGETS = ("cuda", "hip", "bang", "c")
@@ -298,10 +299,11 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
             "block": block, "grid_cap": grid_cap, "tasks": tasks, "func_type": func_type, "atomic": atomic_stmts}
 
 
-def _replicable(s) -> bool:
+def _replicable(s, arrays=frozenset()) -> bool:
     """A statement every thread/task may run redundantly: it writes no memory (only local
-    scalars), calls nothing with side effects and declares only scalars, pointers and
-    uninitialised local arrays."""
+    scalars and elements of the entry's local ``arrays``, see ``passes/replicate.py``), calls
+    nothing with side effects and declares only scalars, pointers and uninitialised local
+    arrays."""
     if isinstance(s, (N.Comment, N.Pragma)):
         return True
     if isinstance(s, N.Decl):
@@ -313,11 +315,15 @@ def _replicable(s) -> bool:
     if isinstance(s, N.Return):
         return s.value is None
     if isinstance(s, N.Assign):
+        if isinstance(s.target, N.Index) and replicate._base(s.target) in arrays:
+            return _pure(s.target) and _pure(s.value)
         return isinstance(s.target, N.Var) and _pure(s.value)
     if isinstance(s, N.Block):
-        return all(_replicable(x) for x in s.stmts)
+        return all(_replicable(x, arrays) for x in s.stmts)
     if isinstance(s, N.If):
-        return _pure(s.cond) and _replicable(s.then) and (s.else_ is None or _replicable(s.else_))
+        return _pure(s.cond) and _replicable(s.then, arrays) and (s.else_ is None or _replicable(s.else_, arrays))
+    if isinstance(s, N.For) and arrays:       # fills local arrays (each thread its own copy)
+        return all(_pure(x) for x in (s.lo, s.hi, s.step)) and _replicable(s.body, arrays)
     return False
 
 
@@ -327,12 +333,15 @@ def _plan_multi(program, func, target, first: PassError) -> dict:
     only compute local scalars run in every thread.  Legal when no element one unit writes is
     touched by a later unit in another thread (``dependence.sibling_conflict``)."""
     units = []
+    local_arrays = frozenset(s.name for s in func.body.stmts if isinstance(s, N.Decl) and isinstance(s.type, N.Array))
     for s in func.body.stmts:
         if isinstance(s, (N.Comment, N.Pragma)):
             continue
-        if isinstance(s, N.For):
+        if isinstance(s, N.For) and local_arrays and _replicable(s, local_arrays):
+            units.append((s, "all"))           # e.g. a detensorized vector constant
+        elif isinstance(s, N.For):
             units.append((s, "loop"))
-        elif _replicable(s):
+        elif _replicable(s, local_arrays):
             units.append((s, "all"))
         elif isinstance(s, N.Decl):
             raise first                        # a declaration with side effects (malloc, ...)
@@ -343,9 +352,12 @@ def _plan_multi(program, func, target, first: PassError) -> dict:
     declared_top = {s.name for s in func.body.stmts if isinstance(s, N.Decl)}
     arrays = [s.name for s in func.body.stmts if isinstance(s, N.Decl) and isinstance(s.type, N.Array)]
     private = []
+    shared = replicate.replicated(units, arrays)
     for name in arrays:
         users = [(u, h) for u, h in units if not (isinstance(u, N.Decl) and u.name == name)
                  and any(isinstance(x, N.Var) and x.name == name for x in walk(u))]
+        if name in shared:
+            continue
         if len(users) > 1:
             raise PassError(NAME, f"local array '{name}' is used by several loop nests / statements: each "
                                   f"thread/task would see only its own part of it", _at(users[1][0], func))
@@ -364,7 +376,7 @@ def _plan_multi(program, func, target, first: PassError) -> dict:
             dep = D.check_parallel(program, func, u, tuple(private))
             if dep is not None:
                 raise PassError(NAME, f"loop '{u.var}' carries a dependence: {dep}", _at(u, func))
-    why = D.sibling_conflict(program, func, units)
+    why = D.sibling_conflict(program, func, units, replicated=shared)
     if why is not None:
         raise PassError(NAME, f"sibling loop nests cannot run in one kernel: {why}", _at(units[-1][0], func))
     b = "global.x" if target in SIMT else "taskId"

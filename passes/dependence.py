@@ -1158,7 +1158,7 @@ def _free_ints(e) -> set:
 
 
 # ----------------------------------------------------------------------------- sibling nests
-def sibling_conflict(program, func: N.Func, units) -> Optional[str]:
+def sibling_conflict(program, func: N.Func, units, replicated=()) -> Optional[str]:
     """Why running the top-level ``units`` of ``func`` spread over threads/tasks is unsafe, or None.
 
     ``units``: (statement of ``func``, how) in program order; how is ``"loop"`` (a For whose
@@ -1167,7 +1167,8 @@ def sibling_conflict(program, func: N.Func, units) -> Optional[str]:
     share of the units in program order, so a pair of accesses is safe when the two touch
     different elements or always run in the same thread (equal iteration numbers for every T).
     An ``"all"`` unit may not read a buffer that a loop/once unit writes (another thread may
-    write it before or after the read)."""
+    write it before or after the read).  ``replicated``: local arrays of which every thread
+    holds its own identical copy (written by ``"all"`` units only; ``passes/replicate.py``)."""
     view = analysis_view(func)
     vunits = [(_same_position(func, view, s), how) for s, how in units]
     top_assigned = assigned_names(view.body)
@@ -1175,7 +1176,7 @@ def sibling_conflict(program, func: N.Func, units) -> Optional[str]:
     for v, how in vunits:
         region = v.body if how == "loop" else v
         lst = collect(region, view, program)
-        priv = _private_names(region)
+        priv = _private_names(region) | set(replicated)
         accs.append([a for a in lst if a.buffer not in priv and not (how == "loop" and a.buffer == v.var)])
     written = {a.buffer for (v, how), lst in zip(vunits, accs) if how != "all" for a in lst if a.mode != "r"}
     for (v, how), lst in zip(vunits, accs):

@@ -58,3 +58,50 @@ def test_lane_mask_sign_extending_cast_is_not_trusted():
     # (signed char)0xff is -1: after the shift every bit is set, whatever l is
     e = refused(c_prog(ROW_TAIL % ("signed char", "")), "tailcopy")
     assert "'y'" in e.why
+
+
+# ------------------------------------------------------------------ replicated local arrays
+VEC_CONST = """void k(const float* x, float* y, int n) {
+    float c[16];
+    for (int l = 0; l < 16; ++l)
+        c[l] = %s;
+    int nv = n / 16;
+    for (int v = 0; v < nv; ++v)
+        for (int l = 0; l < 16; ++l)
+            y[v * 16 + l] = x[v * 16 + l] > c[l] ? x[v * 16 + l] : c[l];
+    int rest = n - nv * 16;
+    if (rest > 0) {
+        for (int l = 0; l < rest; ++l)
+            y[nv * 16 + l] = x[nv * 16 + l] > c[l] ? x[nv * 16 + l] : c[l];%s
+    }
+}
+"""
+
+
+def test_constant_array_filled_by_every_thread_is_shared_by_the_units():
+    prog, _ = binding.apply(c_prog(VEC_CONST % ("0.0f", "")), entry="k", target="cuda")
+    f = prog.func("k")
+    fill = f.body.stmts[1]
+    assert isinstance(fill, N.For) and fill.binding is None      # runs in every thread
+    assert [l.binding for l in f.body.stmts if isinstance(l, N.For)][1:] == ["global.x", "global.x"]
+
+
+def test_replicated_array_written_by_a_bound_unit_is_refused():
+    # the run-once tail also writes c: the other threads would never see that write
+    e = refused(c_prog(VEC_CONST % ("0.0f", "\n        c[0] = 1.0f;")), "k")
+    assert "'c'" in e.why
+
+
+def test_replicated_fill_may_not_read_what_a_parallel_unit_writes():
+    prog = c_prog("""void k(const float* x, float* y, float* z, int n) {
+    for (int i = 0; i < n; ++i)
+        y[i] = x[i];
+    float c[4];
+    for (int l = 0; l < 4; ++l)
+        c[l] = y[l];
+    for (int i = 0; i < n; ++i)
+        z[i] = c[i % 4];
+}
+""")
+    e = refused(prog, "k")
+    assert "'y'" in e.why
