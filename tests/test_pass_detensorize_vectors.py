@@ -51,3 +51,5 @@ def test_cuda_spells_float16_as_half():
     out = detensorize.apply(parse_file(src), entry=spec.entry, target="cuda")
     code = print_program(out.with_(dialect="cuda"), "cuda")
     assert "_Float16" not in re.sub(r"//[^\n]*", "", code) and "const half *A" in code
+    assert "#include <cuda_fp16.h>" in code                  # half needs its header
+    assert "cuda_fp16.h" not in print_program(out, "hip")    # hip keeps _Float16, no cuda header

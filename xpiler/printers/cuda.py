@@ -41,6 +41,15 @@ class CudaPrinter(Printer):
 
     def prelude(self, prog):
         if prog.dialect == self.dialect:
+            # float16 is spelled half here (see scalar_spellings), which needs cuda_fp16.h even
+            # where the program came in with _Float16 (a hip program retargeted by binding)
+            from ..ir.visit import walk
+            if self.dialect != "cuda" or any(isinstance(i, N.Directive) and ("cuda_fp16.h" in i.text or "mma.h" in i.text)
+                   for i in prog.items):
+                return ()
+            if any(isinstance(n, N.Scalar) and n.dtype == "float16" and n.spelling not in ("half", "__half")
+                   for n in walk(prog.items)):
+                return (N.Directive("#include <cuda_fp16.h>", "include"),)
             return ()
         from .headers import headers_for
         return headers_for(prog, self.dialect)
