@@ -66,6 +66,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1203", "error", "'{command}' is not available yet: {why}", "See the README's status table."),
     ("XP1204", "error", "output directory {path} would overwrite {file}", "Choose another -o, or remove the file yourself."),
     ("XP1205", "error", "bad option: {detail}", "See `xpiler COMMAND --help`."),
+    ("XP1206", "error", "bad argument to a loaded kernel: {detail}", "Pass the spec's arrays in its order, all numpy/host arrays or all contiguous arrays on one CUDA device, with the sizes of one of the spec's instances (add an instance to [[shapes]] for new sizes)."),
     # --- toolchains ----------------------------------------------------------------------------
     ("XP2001", "error", "CUDA/HIP compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
     ("XP2002", "error", "BANG compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
@@ -84,6 +85,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP2109", "error", "emulator runtime error: {detail}", "See the XP30xx code in the message."),
     ("XP2110", "error", "reference returned {got} arrays; the spec has {want} out/inout arguments", "Return the out/inout arrays in signature order."),
     ("XP2111", "error", "harness failed: {detail}", "Internal harness problem; please report it with the job folder."),
+    ("XP2112", "error", "GPU launch failed: {detail}", "The launch configuration or shared-memory size of this instance is not valid on this GPU; check the spec's [launch] section, or run `xpiler test` on the kernel."),
     # --- passes and migration ---------------------------------------------------------------------
     ("XP4001", "error", "{pass_name} refused: {why}", "The rewrite would change the program's meaning here; the search tries other parameters or passes."),
     ("XP4002", "error", "{pass_name} does not apply: {why}", "Nothing in the program matches what this pass rewrites."),

@@ -2,7 +2,12 @@
 
 The callable takes the array arguments (numpy arrays, or anything ``numpy.asarray`` accepts,
 such as torch CPU tensors) and returns the out/inout arrays; scalars come from the spec's
-instance unless given.  Every call runs in a child process with limits, like a test.
+instance unless given.  Every host call runs in a child process with limits, like a test, on the
+best substrate here (for cuda: the NVIDIA GPU when one is present, else the SIMT emulator).
+
+Arrays already on an NVIDIA GPU (torch CUDA tensors, CuPy arrays) are not copied through the host:
+the kernel is launched in this process on their device pointers, on the caller's stream
+(:mod:`xpiler.gpu_call`), and the out/inout arrays passed in are returned.
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from .platforms import get_platform
 from .platforms.harness import read_outputs, write_job
 from .sandbox import run_limited
 from .spec import Instance, Spec
-from .verify.tester import _failure_from_outcome
+from .gpu_call import is_device_array
+from .verify.tester import _failure_from_outcome, _gpu_for
 
 
 class Kernel:
@@ -31,7 +37,13 @@ class Kernel:
         self.substrate = self.platform.substrate()
         self.timeout, self.mem_mb, self.sanitize = timeout, mem_mb, sanitize
         self._work = Path(tempfile.mkdtemp(prefix="xpiler-load-"))
-        self.exe = self.platform.build(self.src, spec, self._work, sanitize=sanitize)
+        self._device = None
+        gpu = _gpu_for(spec.dialect)
+        if gpu:
+            self.substrate = gpu
+            self.exe = self.platform.build(self.src, spec, self._work, sanitize=False, gpu=True)
+        else:
+            self.exe = self.platform.build(self.src, spec, self._work, sanitize=sanitize)
 
     def __repr__(self) -> str:
         return f"<xpiler.Kernel {self.spec.entry} ({self.spec.dialect}) on {self.substrate}>"
@@ -43,13 +55,19 @@ class Kernel:
                     inst = Instance(inst.spec, inst.name, inst.sizes, inst.shapes, {**inst.scalars, **scalars},
                                     inst.grid, inst.block, inst.shared_bytes, inst.dim, inst.func_type)
                 return inst
-        raise XPError("XP1205", detail="the arrays' sizes match no instance of the spec; add one to [[shapes]]")
+        raise XPError("XP1206", detail="the arrays' sizes match no instance of the spec; add one to [[shapes]]")
 
     def __call__(self, *args, **scalars):
         arrays_spec = self.spec.arrays
         if len(args) != len(arrays_spec):
-            raise XPError("XP1205", detail=f"{self.spec.entry} takes {len(arrays_spec)} arrays "
+            raise XPError("XP1206", detail=f"{self.spec.entry} takes {len(arrays_spec)} arrays "
                                             f"({', '.join(a.name for a in arrays_spec)}), got {len(args)}")
+        on_device = [is_device_array(x) for x in args]
+        if any(on_device):
+            if not all(on_device):
+                raise XPError("XP1206", detail="some arrays are on a CUDA device and some are not; "
+                                               "pass all of them on one device, or all on the host")
+            return self._call_on_device(args, scalars)
         arrays = {}
         for a, x in zip(arrays_spec, args):
             if hasattr(x, "detach"):  # a torch tensor
@@ -72,6 +90,29 @@ class Kernel:
         for a, x in zip(arrays_spec, args):
             if a.role in ("out", "inout") and isinstance(x, np.ndarray) and x.flags.writeable:
                 x.reshape(-1)[:] = outs[a.name].reshape(-1)
+        return res[0] if len(res) == 1 else res
+
+    def _call_on_device(self, args, scalars):
+        """Launch in this process on the arrays' device pointers (no host copies)."""
+        if self.spec.dialect not in ("cuda", "hip"):
+            raise XPError("XP1206", detail=f"a {self.spec.dialect} kernel cannot take CUDA device arrays")
+        from .gpu_call import DeviceLauncher, current_stream, device_numel, device_pointer
+        if self._device is None:
+            self._device = DeviceLauncher(self.src, self.spec, self.spec.dialect)
+        sizes = {a.name: device_numel(x) for a, x in zip(self.spec.arrays, args)}
+        inst = None
+        for cand in self.spec.instances():
+            if all(sizes[a.name] == cand.numel(a.name) for a in self.spec.arrays):
+                inst = cand
+                break
+        if inst is None:
+            raise XPError("XP1206", detail="the arrays' sizes match no instance of the spec; add one to [[shapes]]")
+        if scalars:
+            inst = Instance(inst.spec, inst.name, inst.sizes, inst.shapes, {**inst.scalars, **scalars},
+                            inst.grid, inst.block, inst.shared_bytes, inst.dim, inst.func_type)
+        self._device.launch(inst, {a.name: device_pointer(x) for a, x in zip(self.spec.arrays, args)},
+                            current_stream(args[0]))
+        res = tuple(x for a, x in zip(self.spec.arrays, args) if a.role in ("out", "inout"))
         return res[0] if len(res) == 1 else res
 
     def close(self):
