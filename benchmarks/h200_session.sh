@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One batched run on the H200 device machine (see benchmarks/RESULTS.md): installs the pure-Python
+# dependencies from carried wheels, runs the GPU-only tests, then times the kept cuda and hip
+# migration outputs against PyTorch.  Usage (from the repository root on the device):
+#   bash benchmarks/h200_session.sh KEPT_DIR WHEEL_DIR
+# Writes its logs and JSON to $OUT (or ./h200_out).
+set -u
+KEPT=${1:?kept migration outputs}
+WHEELS=${2:?wheel folder}
+OUT=${OUT:-h200_out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-deps "$WHEELS"/pycparser*.whl "$WHEELS"/networkx*.whl "$WHEELS"/z3*.whl \
+    "$WHEELS"/rank_bm25*.whl 2>&1 | tail -2
+nvidia-smi -L
+python3 -m pytest -q -p no:cacheprovider tests/test_api.py 2>&1 | tail -5 | tee "$OUT/pytest_api.txt"
+python3 benchmarks/gpu_perf.py "$KEPT" --out "$OUT" --to cuda 2>&1 | tee "$OUT/gpu_perf_cuda.txt" | tail -80
+python3 benchmarks/gpu_perf.py "$KEPT" --out "$OUT" --to hip 2>&1 | tee "$OUT/gpu_perf_hip.txt" | tail -60
