@@ -237,9 +237,9 @@ def apply(program: N.Program, *, entry: str, **params):
     for loop, repl in sites:
         body = U.replace_stmt(body, loop, list(repl) if isinstance(repl, (list, tuple)) else [repl])
     out = U.replace_func(program, func, func.with_(body=body))
-    if program.dialect == "c" and not any(isinstance(it, N.Directive) and "immintrin.h" in it.text
-                                          for it in program.items):
-        out = out.with_(items=(N.Directive("#include <immintrin.h>", "include"),) + out.items)
+    if program.dialect == "c":
+        from .patterns import x86 as PX
+        out = PX.finish(out)        # includes + vector-math helpers the new loops call
     return out
 
 

@@ -41,4 +41,18 @@ XP_SIMDE_REDUCE(reduce_add_epi64, simde__m512i, int64_t, 8, XP_ADD)
 #define _mm512_reduce_max_ps(v) xp_reduce_max_ps(v)
 #define _mm512_reduce_min_ps(v) xp_reduce_min_ps(v)
 #define _mm512_reduce_add_epi64(v) xp_reduce_add_epi64(v)
+
+/* SIMDe 0.7.4 has no masked float load / store either (the tails of tensorize's loops use
+ * them); these portable ones (ours) touch only the selected elements, as the instructions do. */
+static inline simde__m512 xp_maskz_loadu_ps(simde__mmask16 k, const void *p) {
+  float t[16];
+  for (int i = 0; i < 16; ++i) t[i] = ((k >> i) & 1) ? ((const float *)p)[i] : 0.0f;
+  simde__m512 r; memcpy(&r, t, sizeof t); return r;
+}
+static inline void xp_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 v) {
+  float t[16]; memcpy(t, &v, sizeof t);
+  for (int i = 0; i < 16; ++i) if ((k >> i) & 1) ((float *)p)[i] = t[i];
+}
+#define _mm512_maskz_loadu_ps(k, p) xp_maskz_loadu_ps(k, p)
+#define _mm512_mask_storeu_ps(p, k, v) xp_mask_storeu_ps(p, k, v)
 #endif /* XP_SIMDE_IMMINTRIN_WRAPPER */

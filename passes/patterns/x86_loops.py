@@ -1,0 +1,190 @@
+"""Which loops of a c kernel tensorize vectorizes with AVX-512, and the code that replaces them.
+
+``sites(program, func, ops)`` tries every loop innermost first (a loop whose descendant was
+vectorized is not tried again) with :class:`x86_vec.Lanes`; ``vectorize`` writes::
+
+    {
+        const int j_end = lo + (hi > lo ? (hi - lo) / 16 * 16 : 0);
+        __m512 s_acc = <identity>;                         // one per reduction
+        for (int j = lo; j < j_end; j += 16) { <body, 16 lanes> }
+        if (j_end < hi) {                                  // one masked tail: no element
+            const int j = j_end;                           // outside [lo, hi) is touched
+            __mmask16 m = (__mmask16)((1u << (hi - j)) - 1u);
+            <body with maskz_loadu / mask_storeu / mask_add>
+        }
+        if (lo < hi) { s += _mm512_reduce_add_ps(s_acc); } // or s = fmaxf(s, reduce_max(...))
+    }
+
+Reductions change the order of a float sum (16 partial sums, then a tree): results differ from
+the scalar loop by rounding only, inside the float32 tolerances (docs/decisions.md).
+Max / min reductions are exact.
+"""
+from __future__ import annotations
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import substitute, walk
+
+from . import common as U
+from . import x86_vec as XV
+from .x86_vec import NoVec, _I
+
+RED = {"+": ("_mm512_add_ps", "_mm512_reduce_add_ps"), "-": ("_mm512_add_ps", "_mm512_reduce_add_ps"),
+       "max": ("_mm512_max_ps", "_mm512_reduce_max_ps"), "min": ("_mm512_min_ps", "_mm512_reduce_min_ps")}
+
+
+def _c(v):
+    return U.C(v)
+
+
+def _zero(e):
+    return isinstance(e, N.Const) and e.value == 0
+
+
+def _inline_lane_ints(stmts, j):
+    """Substitute int lets whose value depends on ``j`` into the statements after them."""
+    stmts = list(stmts)
+    k = 0
+    while k < len(stmts):
+        s = stmts[k]
+        if isinstance(s, N.Decl) and s.init is not None and isinstance(s.type, N.Scalar) \
+                and s.type.dtype in XV.INT_DTYPES:
+            rest = N.Block(tuple(stmts[k + 1:]))
+            uses_j = any(isinstance(n, N.Var) and n.name == j for n in walk(s.init))
+            if uses_j and s.name not in U.assigned_names(rest):
+                stmts = stmts[:k] + list(substitute(rest, {s.name: s.init}).stmts)
+                continue
+        k += 1
+    return stmts
+
+
+def _reduction(s, facts, body_stmts):
+    """(var, kind, E) when ``s`` folds a float scalar declared outside the loop; else None."""
+    if not (isinstance(s, N.Assign) and isinstance(s.target, N.Var)):
+        return None
+    v = s.target.name
+    if facts.scalar.get(v) != "float32":
+        return None
+    tv = N.Var(v)
+    kind = e = None
+    if s.op in ("+=", "-="):
+        kind, e = s.op[0], s.value
+    elif s.op == "=" and isinstance(s.value, N.BinOp) and s.value.op == "+":
+        if s.value.lhs == tv:
+            kind, e = "+", s.value.rhs
+        elif s.value.rhs == tv:
+            kind, e = "+", s.value.lhs
+    elif s.op == "=" and isinstance(s.value, N.BinOp) and s.value.op == "-" and s.value.lhs == tv:
+        kind, e = "-", s.value.rhs
+    elif s.op == "=" and isinstance(s.value, (N.Call, N.Intrinsic)) and len(s.value.args) == 2:
+        name = s.value.func if isinstance(s.value, N.Call) else s.value.name
+        if name in XV.MAXMIN:
+            a, b = s.value.args
+            if a == tv:
+                kind, e = XV.MAXMIN[name], b
+            elif b == tv:
+                kind, e = XV.MAXMIN[name], a
+    if kind is None:
+        raise NoVec(f"'{v}' is updated in a form that is not a sum, max or min")
+    uses = sum(1 for st in body_stmts for n in walk(st) if isinstance(n, N.Var) and n.name == v)
+    if any(isinstance(n, N.Var) and n.name == v for n in walk(e)) or uses != 1 + (s.op == "="):
+        raise NoVec(f"the running value of '{v}' is read inside the loop")
+    return v, kind, e
+
+
+def vectorize(func, facts, loop):
+    """The statements replacing ``loop``; raises NoVec when the loop has no lane-wise meaning."""
+    if loop.binding not in (None, "omp") or not (isinstance(loop.step, N.Const) and loop.step.value == 1):
+        raise NoVec("not a unit-step sequential or OpenMP loop")
+    j = loop.var
+    body = [U.normalize_ptr_index(s) for s in loop.body.stmts]
+    body = _inline_lane_ints(body, j)
+    nested = any(isinstance(n, (N.For, N.If)) for st in body for n in walk(st))
+    reds, plain = {}, []
+    for k, s in enumerate(body):
+        r = _reduction(s, facts, body) if isinstance(s, N.Assign) and isinstance(s.target, N.Var) \
+            and s.target.name not in {d.name for st in body for d in walk(st) if isinstance(d, N.Decl)} else None
+        if r is not None:
+            if nested or loop.binding is not None:
+                raise NoVec(f"reduction into '{r[0]}' next to inner loops or in a parallel loop")
+            reds[k] = r
+    lanes = XV.Lanes(facts, loop, body)
+    for e in (loop.lo, loop.hi):
+        if lanes.depends(e) or not lanes.uniform_ok(e) or any(
+                isinstance(n, N.Var) and n.name in U.assigned_names(loop.body) for n in walk(e)):
+            raise NoVec(f"bounds of loop '{j}' change inside it")
+    accs = {v: U.fresh(func, f"{v}_acc") for v, _, _ in reds.values()}
+
+    def translate(mask):
+        out = []
+        for k, s in enumerate(body):
+            if k in reds:
+                v, kind, e = reds[k]
+                op = RED[kind][0]
+                acc = N.Var(accs[v])
+                ve = lanes.value(e, mask)
+                if mask is None:
+                    new = _I(op, ve, acc) if kind in ("max", "min") else _I(op, acc, ve)
+                else:
+                    new = _I(op.replace("_mm512_", "_mm512_mask_"), acc, mask,
+                             *((ve, acc) if kind in ("max", "min") else (acc, ve)))
+                out.append(N.Assign(acc, "=", new, loc=s.loc))
+            else:
+                out.extend(lanes.stmt(s, mask))
+        return out
+
+    main_body = translate(None)
+    mvar = N.Var(U.fresh(func, "tail_mask"))
+    tail_body = translate(mvar)
+    for scal, vect, leaves in lanes.checks:
+        if not XV.same_function(scal, vect, leaves):
+            raise NoVec("the vector expression does not compute the loop's value on the probes")
+
+    lo, hi = loop.lo, loop.hi
+    end = N.Var(U.fresh(func, f"{j}_end"))
+    it = N.Scalar("int32", "int")
+    span = N.Cond(N.BinOp(">", hi, lo), N.BinOp("*", N.BinOp("/", hi if _zero(lo) else N.BinOp("-", hi, lo), _c(16)), _c(16)), _c(0))
+    out = [N.Decl(end.name, N.Scalar("int32", "int", const=True), U.add(lo, span))]
+    for v, kind, _ in reds.values():
+        ident = {"+": _I("_mm512_setzero_ps"), "-": _I("_mm512_setzero_ps"),
+                 "max": _I("_mm512_set1_ps", N.UnOp("-", N.Var("INFINITY"))),
+                 "min": _I("_mm512_set1_ps", N.Var("INFINITY"))}[kind]
+        out.append(N.Decl(accs[v], XV.M512, ident))
+    out.append(N.For(j, lo, end, _c(16), N.Block(tuple(main_body)), binding=loop.binding,
+                     var_type=loop.var_type, pragmas=loop.pragmas, cmp="<", loc=loop.loc))
+    mexpr = N.Cast(XV.MASK, N.BinOp("-", N.BinOp("<<", N.Const(1, "uint32", "1u"), N.BinOp("-", hi, N.Var(j))),
+                                    N.Const(1, "uint32", "1u")))
+    tail = [N.Decl(j, N.Scalar("int32", "int", const=True), end), N.Decl(mvar.name, XV.MASK, mexpr)] + tail_body
+    out.append(N.If(N.BinOp("<", end, hi), N.Block(tuple(tail))))
+    fin = []
+    for v, kind, _ in reds.values():
+        r = _I(RED[kind][1], N.Var(accs[v]))
+        if kind in ("+", "-"):
+            fin.append(N.Assign(N.Var(v), kind + "=", r))
+        else:
+            fin.append(N.Assign(N.Var(v), "=", N.Call("fmaxf" if kind == "max" else "fminf", (N.Var(v), r))))
+    if fin:
+        out.append(N.If(N.BinOp("<", lo, hi), N.Block(tuple(fin))))
+    if loop.var_type is None:       # the variable outlives the loop: leave it where the loop would
+        out.append(N.Assign(N.Var(j), "=", N.Cond(N.BinOp(">", hi, lo), hi, lo)))
+    return [N.Block(tuple(out), loc=loop.loc)], lanes.helpers, bool(reds)
+
+
+def sites(program, func, ops=None):
+    """[(loop, replacement statements)], plus the helper functions they call."""
+    facts = XV.Facts(func)
+    out, helpers, done = [], set(), []
+    loops = [n for n in walk(func.body) if isinstance(n, N.For)]
+    for loop in reversed(loops):        # walk is pre-order: reversed visits inner loops first
+        if any(any(d is x for x in walk(loop.body)) for d in done):
+            continue
+        try:
+            repl, hs, _ = vectorize(func, facts, loop)
+        except NoVec:
+            continue
+        names = {n.name for n in walk(N.Block(tuple(repl))) if isinstance(n, N.Intrinsic)}
+        if ops and not (names & set(ops)):
+            continue
+        out.append((loop, repl))
+        helpers |= hs
+        done.append(loop)
+    return out, helpers
