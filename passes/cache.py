@@ -230,8 +230,10 @@ def _subst_index_value(body, var, value, staged):
 # ------------------------------------------------------------------------------ row loops (gemm/gemv)
 try:
     from .patterns import rows as R
+    from .patterns import bang_rows_stage as RS
 except ImportError:
     from xpiler.passes.patterns import rows as R
+    from xpiler.passes.patterns import bang_rows_stage as RS
 
 
 # ------------------------------------------------------------------------------ protocol
@@ -258,6 +260,9 @@ def _plan(program: N.Program, entry: str, target=None, chunk="auto", rows="auto"
             rplan = R.analyse_rows(program, func, loop)
         except PassError as e2:
             raise first if first.code == "XP4001" or e2.code == "XP4002" else e2
+        S = RS.stride_of(rplan)
+        if S is not None:          # norm-like rows: padded row stride for the vector unit
+            return "vrows", func, (rplan, S), RS.pick_caps(program, func, rplan)
         return "rows", func, rplan, R.pick_caps(program, func, rplan, rows)
     return "elementwise", func, plan, _pick_chunk(program, func, plan, chunk, double)
 
@@ -309,6 +314,8 @@ def apply(program: N.Program, *, entry: str, **params):
     kind, func, plan, size = _plan(program, entry, **params)
     if kind == "elementwise":
         nf = _stage_elementwise(program, func, plan, size)
+    elif kind == "vrows":
+        nf = RS.stage(program, func, plan[0], plan[1], size)
     else:
         nf = R.stage_rows(program, func, plan, size)
     return U.replace_func(program, func, nf)

@@ -140,7 +140,9 @@ def _sites(program, entry, target=None, ops=None, **_):
         raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
     if program.dialect == "bang":
         from .patterns import rows as R
+        from .patterns import bang_rows as BR
         sites = _bang_elementwise_sites(program, func, ops) + R.matmul_sites(program, func, ops)
+        sites += BR.row_vector_sites(program, func, ops, skip=[s[0] for s in sites])
     elif program.dialect == "c":
         from .patterns import x86 as PX
         sites = PX.sites(program, func, ops)
@@ -236,6 +238,9 @@ def apply(program: N.Program, *, entry: str, **params):
     body = func.body
     for loop, repl in sites:
         body = U.replace_stmt(body, loop, list(repl) if isinstance(repl, (list, tuple)) else [repl])
+    if program.dialect == "bang":
+        from .patterns import bang_rows as BR
+        body = BR.hoist_scratch(body)          # scratch rows a replacement declared -> kernel top
     out = U.replace_func(program, func, func.with_(body=body))
     if program.dialect == "c":
         from .patterns import x86 as PX

@@ -90,6 +90,7 @@ class RowPlan:
     dtypes: dict = field(default_factory=dict)
     wram: set = field(default_factory=set)
     caps: dict = field(default_factory=dict)
+    offsets: set = field(default_factory=set)        # constant in-row offsets read (need S > k)
 
 
 def _loop_ranges(body_block) -> dict:
@@ -109,7 +110,8 @@ def _extent(r, loops: dict):
         except ValueError:
             return None
         if c is not None:
-            if not (_is_c(l.lo, 0) and _is_c(l.step, 1)):
+            # lo in {0, 1}: [0, hi) covers the accesses (an upper bound of the extent)
+            if not ((_is_c(l.lo, 0) or _is_c(l.lo, 1)) and _is_c(l.step, 1)):
                 return None
             terms.append((l.hi, c))
             rest = rest2
@@ -173,7 +175,10 @@ def analyse_rows(program, func, loop: N.For) -> RowPlan:
                 raise PassError(NAME, f"buffer '{b}' has two row strides", loop, "XP4002")
             # r must stay inside one row: r in [0, S)
             ext = _extent(r, inner)
-            if ext is None or not (ext == c or (r is None and _is_c(c, 1)) or ext == U.strip_casts(c)):
+            k = U.strip_casts(r) if r is not None else None
+            if isinstance(k, N.Const) and isinstance(k.value, int) and k.value >= 0 and not _is_c(c, 1):
+                plan.offsets.add(k.value)      # one fixed element of the row: staged under S > k
+            elif ext is None or not (ext == c or (r is None and _is_c(c, 1)) or ext == U.strip_casts(c)):
                 raise PassError(NAME, f"buffer '{b}' row access leaves the row of length {c}", loop, "XP4002")
             plan.row[b] = U.strip_casts(c)
     if set(plan.row) & set(plan.inv):
@@ -286,6 +291,9 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
         conds.append(N.BinOp("<=", S, U.C(caps[b])))
     for b, ext in plan.inv.items():
         conds.append(N.BinOp("<=", ext, U.C(caps[b])))
+    for k in sorted(plan.offsets):
+        for S in {repr(S): S for S in plan.row.values()}.values():
+            conds.append(N.BinOp(">", S, U.C(k)))
     cond = conds[0]
     for c in conds[1:]:
         cond = N.BinOp("&&", cond, c)
