@@ -196,18 +196,21 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
                 return N.Var(PREFIX + ("b" if n.op == "/" else "i"))
             return n
         body = [rewrite(s, split) for s in body]
-        body = [substitute(s, {outer.var: N.Var(PREFIX + "BAD")}) for s in body]
+        # any other use of t is t itself: t == (t / E) * E + t % E for t >= 0
+        whole = N.BinOp("+", N.BinOp("*", N.Var(PREFIX + "b"), E), N.Var(PREFIX + "i"))
+        body = [substitute(s, {outer.var: whole}) for s in body]
     else:
         M = outer.hi
         body = [substitute(s, {outer.var: N.Var(PREFIX + "i")}) for s in body]
     iv = {PREFIX + "b", PREFIX + "i"}
+    cols, red = [], []          # flattened column / reduction loop nests (placeholder, extent)
     # ---- the j / k structure
     inner = _single_for(body)
     if inner is not None and _unit_loop(inner):
         # i-j form with a scalar accumulator
         jloop = inner
-        N_ = jloop.hi
-        jb = [substitute(s, {jloop.var: N.Var(PREFIX + "j")}) for s in _body(jloop)]
+        cols, jb = _chain(jloop, "J")
+        N_ = _extent(cols) or jloop.hi
         if len(jb) != 3 and not (len(jb) == 2 and isinstance(jb[0], N.Decl)):
             raise NotMatmul("the column loop is not 'acc = 0; for k: acc += x*y; C = acc'", jloop)
         first = jb[0]
@@ -225,7 +228,7 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
         kloop, store = jb[1], jb[2] if len(jb) > 2 else None
         if not _unit_loop(kloop) or store is None:
             raise NotMatmul("no k loop followed by the store", jloop)
-        kb = [substitute(s, {kloop.var: N.Var(PREFIX + "k")}) for s in _body(kloop)]
+        red, kb = _chain(kloop, "R")
         prod = _accumulate(kb[0], lambda t: isinstance(t, N.Var) and t.name == acc) if len(kb) == 1 else None
         if prod is None:
             raise NotMatmul("the k loop is not 'acc += x * y'", kloop)
@@ -233,7 +236,7 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
                 and isinstance(store.value, N.Var) and store.value.name == acc):
             raise NotMatmul("the result is not stored as C[...] = acc", store)
         ctgt = store.target
-        K = kloop.hi
+        K = _extent(red) or kloop.hi
     else:
         # i-k-j form: for j: C = 0;  for k: for j: C += x*y
         if len(body) != 2 or not all(isinstance(s, N.For) and _unit_loop(s) for s in body):
@@ -258,22 +261,31 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
         raise NotMatmul("the result is not stored into a global buffer", root)
     x, y = _product(prod, PREFIX + "k")
     lx, ly = _load_of(x, ptrs), _load_of(y, ptrs)
-    allv = {PREFIX + v for v in ("b", "i", "j", "k", "BAD")}
-    if PREFIX + "BAD" in uses(N.Block(tuple(body)), allv):
-        raise NotMatmul(f"loop '{outer.var}' is used other than as t / E and t % E", outer, illegal=True)
+    chains = cols + red
+    ph = {v for v, _ in chains}
+    allv = {PREFIX + v for v in ("b", "i", "j", "k")} | ph
+    for v, hi in chains:
+        if uses(hi, allv):
+            raise NotMatmul(f"the trip count of loop '{v}' depends on another loop of the nest", root)
     for ld, what in ((lx, "operand"), (ly, "operand"), (ctgt, "result")):
         if degree(ld.index, allv) > 1:
             raise NotMatmul(f"buffer '{ld.base.name}' is indexed by '{_txt(ld.index)}', not affine in the "
                             f"tiled loop indices", ld if ld.loc else root, illegal=True)
+    # flattened column / reduction loops: the placeholders become / and % of xp_j / xp_k
+    flat = {}
+    for tag, chain in (("j", cols), ("k", red)):
+        flat.update(_flatten(chain, N.Var(PREFIX + tag)))
+    jset = {PREFIX + "j"} | {v for v, _ in cols}
+    kset = {PREFIX + "k"} | {v for v, _ in red}
     ux, uy = uses(lx.index, allv), uses(ly.index, allv)
-    iset, jset = {PREFIX + "i"}, {PREFIX + "j"}
+    iset = {PREFIX + "i"}
     if ux & iset and not ux & jset and uy & jset and not uy & iset:
         (la, oa), (lb, ob) = (lx, x), (ly, y)
     elif uy & iset and not uy & jset and ux & jset and not ux & iset:
         (la, oa), (lb, ob) = (ly, y), (lx, x)
     else:
         raise NotMatmul("the product is not row(i, k) x column(k, j)", root)
-    if PREFIX + "k" in uses(ctgt.index, allv) or (PREFIX + "k") not in uses(la.index, allv) | uses(lb.index, allv):
+    if uses(ctgt.index, allv) & kset or not (uses(la.index, allv) | uses(lb.index, allv)) & kset:
         raise NotMatmul("the result index depends on k or the operands do not", root)
     names = {la.base.name, lb.base.name, ctgt.base.name}
     if len(names) != 3:
@@ -286,8 +298,48 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
         if uses(e, allv):
             raise NotMatmul("a product operand uses a loop index outside its load", root)
     dts = {"A": ptrs[la.base.name], "B": ptrs[lb.base.name], "C": ptrs[ctgt.base.name]}
-    return Contraction(func, root, prelude, M, N_, K, batch, ctgt.base.name, ctgt.index, la.base.name,
-                       la.index, lb.base.name, lb.index, op_a, op_b, dts, acc_dtype)
+    return Contraction(func, root, prelude, M, N_, K, batch, ctgt.base.name, substitute(ctgt.index, flat),
+                       la.base.name, substitute(la.index, flat), lb.base.name, substitute(lb.index, flat),
+                       op_a, op_b, dts, acc_dtype)
+
+
+def _chain(loop, tag):
+    """The perfectly nested unit-stride loops starting at ``loop`` (each body a single loop, after
+    let-inlining), for columns (``tag`` J) or the reduction (R): ([(placeholder, extent)], the
+    innermost body with every loop variable replaced by its placeholder).  One loop is the plain
+    ``xp_j`` / ``xp_k`` of the 2-D forms."""
+    chain, cur = [], loop
+    while True:
+        chain.append(cur)
+        body = _body(cur)
+        nxt = _single_for(body)
+        if nxt is None or not _unit_loop(nxt):
+            break
+        cur = nxt
+    if len(chain) == 1:
+        name = PREFIX + ("j" if tag == "J" else "k")
+        return [], [substitute(s, {loop.var: N.Var(name)}) for s in _body(loop)]
+    names = {lp.var: N.Var(f"{PREFIX}{tag}{n}") for n, lp in enumerate(chain)}
+    out = [(f"{PREFIX}{tag}{n}", substitute(lp.hi, names)) for n, lp in enumerate(chain)]
+    return out, [substitute(s, names) for s in _body(chain[-1])]
+
+
+def _extent(chain):
+    """Trip count of the flattened chain (None for an empty chain)."""
+    e = None
+    for _, hi in chain:
+        e = hi if e is None else N.BinOp("*", e, hi)
+    return e
+
+
+def _flatten(chain, flat: N.Var) -> dict:
+    """placeholder -> its value from the flat index: x0 = f / (E1*...), x_n = f / (E_{n+1}*...) % E_n."""
+    out = {}
+    for n, (v, hi) in enumerate(chain):
+        inner = _extent(chain[n + 1:])
+        e = flat if inner is None else N.BinOp("/", flat, inner)
+        out[v] = e if n == 0 else N.BinOp("%", e, hi)
+    return out
 
 
 def _txt(e) -> str:
@@ -474,9 +526,17 @@ def _batched(ct, E, L, head) -> str:
 def launch(ct: Contraction, dialect: str, bx: int, by: int, tile_m: int, tile_n: int) -> dict:
     from xpiler.printers import printer_for
     p = printer_for(dialect)
-    Mx, Nx = p.expr(ct.M, 3), p.expr(ct.N_, 3)
+    # the launch is written over kernel parameters: sizes the prelude computes are inlined
+    lets = {d.name: d.init for d in ct.prelude if isinstance(d, N.Decl) and d.init is not None
+            and isinstance(d.type, N.Scalar)}
+
+    def outer(e):
+        for _ in range(len(lets) + 1):
+            e = substitute(e, lets)
+        return e
+    Mx, Nx = p.expr(outer(ct.M), 3), p.expr(outer(ct.N_), 3)
     grid = [f"({Nx} + {tile_n - 1}) / {tile_n}", f"({Mx} + {tile_m - 1}) / {tile_m}",
-            p.expr(ct.batch) if ct.batch is not None else 1]
+            p.expr(outer(ct.batch)) if ct.batch is not None else 1]
     return {"grid": grid, "block": [bx, by, 1]}
 
 
