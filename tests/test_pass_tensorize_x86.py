@@ -171,3 +171,12 @@ def test_vector_exp_accuracy_and_special_values(substrate):
     worst, bad = map(int, subprocess.run(["./t"], cwd=d, capture_output=True, text=True, check=True).stdout.split())
     assert bad == 0          # inf, 0, NaN exactly where expf gives them
     assert worst <= 2        # ulps (denormal results included)
+
+
+def test_loop_the_statement_rewriter_cannot_reach_is_skipped_not_crashed():
+    text = """void k(const float* x, float* y, int n) {
+        if (n > 0) for (int i = 0; i < n; i++) y[i] = x[i] * 2.0f;
+        for (int i = 0; i < n; i++) y[i] = y[i] + 1.0f;
+    }"""
+    r = tensorize.apply(parse_text(text, "c", "k.c"), entry="k", target="c")
+    assert "_mm512_add_ps" in ops_of(r, "k")

@@ -178,8 +178,9 @@ def sites(program, func, ops=None):
         if any(any(d is x for x in walk(loop.body)) for d in done):
             continue
         try:
+            U.replace_stmt(func.body, loop, [])     # reachable by the statement rewriter at all?
             repl, hs, _ = vectorize(func, facts, loop)
-        except NoVec:
+        except (NoVec, KeyError):
             continue
         names = {n.name for n in walk(N.Block(tuple(repl))) if isinstance(n, N.Intrinsic)}
         if ops and not (names & set(ops)):
