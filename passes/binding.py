@@ -50,6 +50,7 @@ from xpiler.ir.visit import rewrite, substitute, walk
 
 from .base import PassError
 from . import dependence as D
+from . import privatize
 from . import replicate
 
 NAME = "binding"
@@ -70,7 +71,10 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
                  grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
     if mode == "retarget":
         return _retarget(program, plan)
-    return _bind(program, plan)
+    prog, launch = _bind(program, plan)
+    if plan["target"] in SIMT:              # large per-thread arrays -> device-global slices
+        prog, launch = privatize.hoist_private_arrays(prog, entry, launch)
+    return prog, launch
 
 
 def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,

@@ -303,3 +303,133 @@ def test_migrate_verifies(tmp_path, src, target, mode):
     r = migrate(EX / src, target, outdir=tmp_path / "out", jobs=1, pipeline=pipe)
     assert r.verified, [str(d) for d in r.diagnostics]
     assert r.output_path.suffix == {"cuda": ".cu", "hip": ".hip", "bang": ".mlu"}[target]
+
+
+# ------------------------------------------------------------------------------ large private arrays
+TASK_ARRAYS = """#define BIG 16384
+void k(const float* x, float* y, int n)
+{
+    for (int t = 0; t < 4; t++) {
+        float buf[BIG];
+        float small[64];
+        for (int i = 0; i < n; i++)
+            buf[i % BIG] = x[i] * 2.0f;
+        small[t] = buf[t];
+        y[t] = small[t] + buf[n % BIG];
+    }
+}
+"""
+
+
+def _globals(prog):
+    return {it.name: it for it in prog.items if isinstance(it, N.Decl) and it.scope == "global"}
+
+
+def _local_arrays(prog, name):
+    return {n.name for n in walk(prog.func(name)) if isinstance(n, N.Decl) and isinstance(n.type, N.Array)}
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+def test_large_task_arrays_get_one_global_slice_per_task(target):
+    prog, launch = binding.apply(c_prog(TASK_ARRAYS), entry="k", target=target)
+    g = _globals(prog)
+    assert set(g) == {"xp_priv_buf"}                       # 64 KiB: hoisted; small[64] stays local
+    assert _local_arrays(prog, "k") == {"small"}
+    dims = g["xp_priv_buf"].type.dims
+    assert dims[0].value == 4 and isinstance(dims[1], N.Var) and dims[1].name == "BIG"
+    text = print_program(prog)
+    assert "__device__ float xp_priv_buf[4][BIG];" in text
+    assert text.index("xp_priv_buf[4]") < text.index("__global__")
+    assert "xp_priv_buf[t][i % BIG] = " in text and "small[t] = xp_priv_buf[t][t];" in text
+    assert launch == {"grid": ["(4 + 255) / 256", 1, 1], "block": [256, 1, 1]}
+
+
+def test_large_arrays_stay_where_they_are_for_bang_and_c():
+    for target in ("bang", "c"):
+        out = binding.apply(c_prog(TASK_ARRAYS), entry="k", target=target)
+        prog = out[0] if isinstance(out, tuple) else out
+        assert not _globals(prog) and "buf" in _local_arrays(prog, "k")
+
+
+def test_unknown_trip_count_is_dealt_over_fixed_slots():
+    src = """void k(const float* x, float* y, int n)
+{
+    for (int r = 0; r < n; r += 2) {
+        float a[9000];
+        for (int i = 0; i < 9000; i++)
+            a[i] = x[r] + i;
+        y[r] = a[r % 9000];
+    }
+}
+"""
+    prog, launch = binding.apply(c_prog(src), entry="k", target="cuda")
+    slots = prog.func("k").body.stmts[0]
+    assert slots.binding == "global.x" and slots.lo.value == 0 and isinstance(slots.hi, N.Const)
+    S = slots.hi.value
+    assert S & (S - 1) == 0 and 1 <= S <= 1024 and S * 9000 * 4 <= 64 * 1024 * 1024
+    inner = slots.body.stmts[0]
+    assert inner.var == "r" and inner.binding is None
+    text = print_program(prog)
+    assert f"for (int r = {slots.var} * 2; r < n; r += 2 * {S})" in text
+    assert f"xp_priv_a[{slots.var}][i] = " in text and "float a[" not in text
+    assert launch == {"grid": [(S + 255) // 256, 1, 1], "block": [256, 1, 1]}
+
+
+def test_small_per_thread_frames_are_left_alone():
+    # self_attention.c: a 16 KiB score row per thread is within the stack budget
+    prog, launch = binding.apply(parse_file(EX / "self_attention" / "self_attention.c"), entry="self_attention",
+                                 target="hip")
+    assert not _globals(prog) and "p" in _local_arrays(prog, "self_attention")
+    assert "xp_slot" not in print_program(prog)
+
+
+def test_two_bound_loops_linearise_the_slice_index():
+    src = """#define BIG 16384
+void k(const float* x, float* y)
+{
+    for (int b = 0; b < 3; b++) {
+        for (int t = 0; t < 5; t++) {
+            float buf[BIG];
+            for (int i = 0; i < BIG; i++)
+                buf[i] = x[i] + b;
+            y[b * 5 + t] = buf[t];
+        }
+    }
+}
+"""
+    prog, _ = binding.apply(c_prog(src), entry="k", target="cuda")
+    assert [l.binding for l in loops(prog, "k")[:2]] == ["global.y", "global.x"]
+    assert _globals(prog)["xp_priv_buf"].type.dims[0].value == 15
+    assert "xp_priv_buf[b * 5 + t][i] = " in print_program(prog)
+
+
+def test_hoisting_is_skipped_when_it_would_not_be_exact():
+    from xpiler.passes import privatize
+    from xpiler.ir.visit import rewrite
+    prog, launch = binding.apply(c_prog(TASK_ARRAYS.replace("float buf[BIG];", "float buf[BIG] = {0};")),
+                                 entry="k", target="cuda")
+    assert not _globals(prog)                               # an initialiser runs at every entry
+    shadow = TASK_ARRAYS.replace("small[t] = buf[t];", "{ float buf[BIG]; buf[0] = 1.0f; small[t] = buf[0]; }")
+    prog, _ = binding.apply(c_prog(shadow), entry="k", target="cuda")
+    text = print_program(prog)                              # outer 'buf' is re-declared in its scope:
+    assert "buf" in _local_arrays(prog, "k") and "+ buf[n % BIG];" in text   # it stays local;
+    assert "xp_priv_buf[t][0] = 1.0f;" in text             # the inner one has no shadow and moves
+    # a loop spread over the threads of one block only runs each iteration once per block:
+    # one slice per iteration would be shared by the blocks
+    src = c_prog(TASK_ARRAYS)
+    plain = binding._bind(src, binding.check(src, entry="k", target="cuda"))[0]
+    per_block = rewrite(plain, lambda n: n.with_(binding="threadIdx.x") if isinstance(n, N.For)
+                        and n.binding == "global.x" else n)
+    assert privatize.hoist_private_arrays(per_block, "k", {})[0] is per_block
+    assert _globals(privatize.hoist_private_arrays(plain, "k", {})[0])
+
+
+@pytest.mark.parametrize("src,target", [
+    ("gemv/gemv.mlu", "cuda"),            # 512 KiB of WRAM per task overflowed the emulator's fiber stack
+    ("rmsnorm/rmsnorm.mlu", "hip"),       # row loop of unknown trip count; gfx90a refused the frame
+])
+def test_bang_buffers_migrate_to_simt_and_verify(tmp_path, src, target):
+    from xpiler.migration.driver import migrate
+    r = migrate(EX / src, target, outdir=tmp_path / "out", jobs=1)
+    assert r.verified, [str(d) for d in r.diagnostics]
+    assert "xp_priv_" in r.output_path.read_text()
