@@ -22,7 +22,7 @@ from ..expr import to_c
 from ..provenance import ProvenanceLog, sha256_text, toolchain_versions
 from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
-from .pipeline import plans as default_plans
+from .pipeline import REQUIRE, plans as default_plans
 from .stage import Stage, Step
 
 OUT_MARKER = ".xpiler-output"
@@ -394,6 +394,21 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, cached=True)
         return tested[new.hash]
 
+    def probe(plan) -> str | None:
+        """Why a plan with a required step is not worth running (None: it is). The passes are
+        applied without tests; only the required step's applicability is looked at."""
+        cur = source_stage
+        for k, (pname, pparams) in enumerate(plan):
+            call = {key: v for key, v in pparams.items() if key != REQUIRE}
+            try:
+                cur = run_symbolic(k, pname, call, cur)
+            except PassError as e:
+                if pparams.get(REQUIRE) or e.code != "XP4002":
+                    return f"{pname}: {e.code} {e.why}"
+            except Exception as e:  # a probe never breaks a migration
+                return f"{pname}: {type(e).__name__}"
+        return None
+
     all_plans = [plan] if pipeline else default_plans(sspec.dialect, to)
     source_stage = stage
     k_base = 0
@@ -405,6 +420,12 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             say(f"trying plan {plan_no + 1}/{len(all_plans)}")
         stage = source_stage
         steps.clear()
+        if any(p.get(REQUIRE) for _, p in plan):
+            why_not = probe(plan)
+            if why_not:
+                log.event("note", what="plan skipped", plan=plan_no, why=why_not)
+                continue
+            plan = [(n, {key: v for key, v in p.items() if key != REQUIRE}) for n, p in plan]
         for k, (pname, pparams) in enumerate(plan, start=k_base):
             if time.time() - t0 > budget:
                 diags.append(XPError("XP4003", pass_name=pname, why="migration budget exhausted"))

@@ -5,10 +5,14 @@ A pipeline is a list of ``(pass name, params)``. Passes that do not apply to a p
 to detensorize, no SIMT indices to recover) raise ``PassError("XP4002")`` and are skipped.
 ``plans(src, dst)`` lists alternative pipelines in order of preference: the driver runs the next
 one from the source when the previous did not reach a verified kernel in the target dialect.
+A plan with a step marked ``require`` is first probed (its passes applied without tests) and
+skipped when that step does not apply.
 """
 from __future__ import annotations
 
 SIMT = ("cuda", "hip")
+#: a step parameter: the plan is only worth running when this step applies (probed without tests)
+REQUIRE = "require"
 
 
 def _finish(dst: str) -> list[tuple[str, dict]]:
@@ -25,7 +29,11 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # keep the thread structure (rebind to the other SIMT model directly) when that verifies;
         # otherwise go through sequential loops like every other direction
         retarget = [("detensorize", {"target": dst}), ("binding", {"target": dst, "mode": "retarget"})] + _finish(dst)
-        return [retarget, general]
+        # a matrix kernel (gemm, bmm, conv) is worth re-deriving through loops when that reaches the
+        # target's matrix instruction (MFMA on hip, WMMA for half on cuda): the driver first runs this
+        # plan's passes without tests and skips it unless the `require`d step applies
+        matrix = general[:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
+        return [matrix, retarget, general]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"})] + _finish("c")]
     return [general]

@@ -1,0 +1,38 @@
+"""Plans with a required step: probed without tests, skipped unless that step applies."""
+from __future__ import annotations
+
+import json
+
+from xpiler.api import migrate
+from xpiler.migration.pipeline import REQUIRE, plans
+
+from conftest import EXAMPLES
+
+
+def _notes(log):
+    return [e for e in map(json.loads, log.read_text().splitlines()) if e.get("type") == "note"]
+
+
+def test_simt_to_simt_tries_the_matrix_plan_first():
+    ps = plans("cuda", "hip")
+    assert ps[0][-1] == ("tensorize", {"target": "hip", REQUIRE: True})
+    assert ("binding", {"target": "hip", "mode": "retarget"}) in ps[1]
+    assert all(not p.get(REQUIRE) for plan in plans("bang", "c") for _, p in plan)
+
+
+def test_matrix_plan_is_skipped_when_no_matrix_instruction_applies(tmp_path):
+    r = migrate(EXAMPLES / "relu" / "relu.cu", to="hip", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    skipped = [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
+    assert len(skipped) == 1 and skipped[0]["plan"] == 0 and "tensorize" in skipped[0]["why"]
+    assert "__builtin_amdgcn_mfma" not in r.code
+    # the skipped plan ran no test: every tested stage belongs to the retarget plan
+    events = [json.loads(x) for x in r.log_path.read_text().splitlines()]
+    assert not any(e["type"] == "pass" and e["name"] == "loop_recovery" for e in events)
+
+
+def test_matrix_plan_reaches_mfma_for_a_convolution(tmp_path):
+    r = migrate(EXAMPLES / "conv1d" / "conv1d.cu", to="hip", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    assert "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code
+    assert not [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
