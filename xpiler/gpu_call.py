@@ -20,8 +20,7 @@ from pathlib import Path
 
 from .diagnostics import XPError
 from .platforms.base import compile_cached, content_key, tree_digest, which
-from .platforms.harness import binding
-from .platforms.simt_common import COMMON_INCLUDE, HIP_ON_CUDA, SIMT_DIR
+from .platforms.simt_common import COMMON_INCLUDE, HIP_ON_CUDA, SIMT_DIR, gpu_arg_decls
 
 
 def is_device_array(x) -> bool:
@@ -67,17 +66,8 @@ def library_source(spec, kernel_include: str, dialect: str) -> str:
               'extern "C" int xp_launch(void** ptr, const double* fs, const long long* is, const unsigned* d,',
               "                         unsigned long long shared, void* stream, char* err, int errlen) {",
               "  dim3 grid(d[0], d[1], d[2]), block(d[3], d[4], d[5]);"]
-    args = []
-    for b in binding(spec):
-        var = f"xp_a{b.index}"
-        if b.is_array:
-            lines.append(f"  xp_anyptr {var}{{ptr[{b.index}]}};  /* {b.name}: {b.ctype}[] */")
-        elif b.ctype == "_Float16":
-            lines.append(f"  __half {var} = __float2half((float)fs[{b.index}]);")
-        else:
-            srcv = f"fs[{b.index}]" if b.ctype in ("float", "double") else f"is[{b.index}]"
-            lines.append(f"  {b.ctype} {var} = ({b.ctype})({srcv});")
-        args.append(var)
+    decls, args = gpu_arg_decls(spec, "ptr", "fs", "is")
+    lines += decls
     lines += ["  cudaError_t e;",
               f"  if (shared > 48 * 1024 && (e = cudaFuncSetAttribute({spec.entry}, "
               "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared)) != cudaSuccess) goto fail;",

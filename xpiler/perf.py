@@ -84,7 +84,7 @@ def measure(kernel: Path, spec: Spec, *, repeats: int = 10, timeout_s: float = 1
     from .platforms.harness import write_job
     from .sandbox import run_limited
     from .verify.inputs import make_inputs
-    from .verify.oracle import bf16_to_f32, load_reference
+    from .verify.oracle import load_reference, reference_args
 
     sub = hardware_substrate(spec.dialect)
     if sub is None:
@@ -108,13 +108,7 @@ def measure(kernel: Path, spec: Spec, *, repeats: int = 10, timeout_s: float = 1
             return [], f"the timed run failed ({oc.reason})"
         kernel_ms = float(m.group(1))
         fn = load_reference(spec)
-        args = []
-        for a in spec.args:
-            if a.role in ("in", "inout"):
-                arr = arrays[a.name]
-                args.append(bf16_to_f32(arr) if a.dtype == "bfloat16" else arr.copy())
-            elif a.role == "scalar":
-                args.append(inst.scalars[a.name])
+        args = reference_args(spec, inst, arrays)
         base_ms = _time_call(lambda: fn(*args), repeats)
     except Exception as e:  # a perf measurement never fails a verified migration
         return [], f"not measured: {type(e).__name__}: {str(e)[:200]}"

@@ -41,9 +41,9 @@ def load_reference(spec: Spec):
     return fn
 
 
-def reference_outputs(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Expected out/inout arrays (float64 / int64) from the spec's reference function."""
-    fn = load_reference(spec)
+def reference_args(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> list:
+    """The reference function's arguments: copies of the in/inout arrays (bfloat16 widened to
+    float32) and the instance's scalars, in the spec's argument order."""
     args = []
     for a in spec.args:
         if a.role in ("in", "inout"):
@@ -51,6 +51,13 @@ def reference_outputs(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray])
             args.append(bf16_to_f32(arr) if a.dtype == "bfloat16" else arr.copy())
         elif a.role == "scalar":
             args.append(inst.scalars[a.name])
+    return args
+
+
+def reference_outputs(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Expected out/inout arrays (float64 / int64) from the spec's reference function."""
+    fn = load_reference(spec)
+    args = reference_args(spec, inst, arrays)
     try:
         res = fn(*args)
     except Exception as e:
