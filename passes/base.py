@@ -18,6 +18,9 @@ from xpiler.diagnostics import XPError
 
 PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "contraction", "cache",
           "pipeline", "tensorize", "detensorize")
+#: normalization steps a plan may run like a pass (same protocol), not among the eleven passes:
+#: ``untile`` turns a recovered shared-memory tiled matmul back into the plain contraction
+STEPS = ("untile",)
 
 
 class PassError(XPError):
@@ -33,7 +36,7 @@ class PassError(XPError):
 
 
 def get(name: str) -> ModuleType:
-    if name not in PASSES:
+    if name not in PASSES + STEPS:
         raise KeyError(f"unknown pass {name!r}; passes are {', '.join(PASSES)}")
     return importlib.import_module(f"xpiler.passes.{name}")
 

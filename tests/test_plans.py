@@ -36,3 +36,11 @@ def test_matrix_plan_reaches_mfma_for_a_convolution(tmp_path):
     assert r.verified
     assert "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code
     assert not [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
+
+
+def test_matrix_plan_untiles_a_shared_memory_tiled_gemm_to_mfma(tmp_path):
+    r = migrate(EXAMPLES / "gemm" / "gemm.cu", to="hip", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    assert "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code
+    events = [json.loads(x) for x in r.log_path.read_text().splitlines()]
+    assert any(e["type"] == "pass" and e["name"] == "untile" and e.get("applied") for e in events)

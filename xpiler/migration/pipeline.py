@@ -32,7 +32,8 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # a matrix kernel (gemm, bmm, conv) is worth re-deriving through loops when that reaches the
         # target's matrix instruction (MFMA on hip, WMMA for half on cuda): the driver first runs this
         # plan's passes without tests and skips it unless the `require`d step applies
-        matrix = general[:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
+        # (a shared-memory tiled matmul is un-tiled first, passes/untile.py; a no-op elsewhere)
+        matrix = general[:2] + [("untile", {})] + general[2:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
         return [matrix, retarget, general]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"})] + _finish("c")]
