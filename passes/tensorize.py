@@ -141,8 +141,11 @@ def _sites(program, entry, target=None, ops=None, **_):
     if program.dialect == "bang":
         from .patterns import rows as R
         from .patterns import bang_rows as BR
-        sites = _bang_elementwise_sites(program, func, ops) + R.matmul_sites(program, func, ops)
-        sites += BR.row_vector_sites(program, func, ops, skip=[s[0] for s in sites])
+        from .patterns import bang_pool as BP
+        sites = BP.pool_sites(program, func, ops)      # a whole-nest pool: nothing else to match
+        if not sites:
+            sites = _bang_elementwise_sites(program, func, ops) + R.matmul_sites(program, func, ops)
+            sites += BR.row_vector_sites(program, func, ops, skip=[s[0] for s in sites])
     elif program.dialect == "c":
         from .patterns import x86 as PX
         sites = PX.sites(program, func, ops)
