@@ -46,9 +46,13 @@ itself (``cdiv(n, 256)`` blocks cover ``n``), the result is::
     }
 
 Private buffers of a partition move into the collapsed body; partition-invariant set-up runs
-once before it. Anything it cannot prove (barriers, reductions across partitions, state kept
-across a partition's iterations, non-bounds early exits) leaves the plain recovery; see
-:func:`explain_normalization` and docs/passes/loop_recovery.md.
+once before it. With ``unstage`` (default), element-wise work staged through private
+buffers (BANG NRAM chunks) is first un-staged (``passes/decache.py``), and contiguous per-task
+slices (``start = task * share + ...``) that the strided/guarded forms do not cover collapse
+when Z3 proves they tile one range exactly once (``passes/task_slices.py``). Anything it
+cannot prove (barriers, reductions across partitions, state kept across a partition's
+iterations, non-bounds early exits) leaves the plain recovery; see :func:`explain_normalization`
+and docs/passes/loop_recovery.md.
 
 Legality (:func:`check`): the program is cuda/hip/bang with the entry defined; every launch
 dimension is an expression over kernel parameters; no warp collective, WMMA/MFMA fragment op,
@@ -716,8 +720,9 @@ def _segments(node) -> list:
 
 # ============================================================================ the recovery
 class _Recovery:
-    def __init__(self, program: N.Program, entry: str, launch, normalize: bool = True):
+    def __init__(self, program: N.Program, entry: str, launch, normalize: bool = True, unstage: bool = True):
         self.normalize = bool(normalize)
+        self.unstage = bool(unstage)
         self.program = program
         self.entry = entry
         self.launch = launch
@@ -817,7 +822,7 @@ class _Recovery:
             new_fn = _privatize_core_memories(prog, new_fn, levels[-1].var)
         self.normalized, self.why_not_normalized = False, "normalize=False"
         if self.normalize:
-            new_fn, why = _normalize(new_fn, levels, prog)
+            new_fn, why = _normalize(new_fn, levels, prog, self.unstage)
             self.normalized, self.why_not_normalized = why is None, why
         new_helpers = {h.name: h.with_(kind="host", attrs=tuple(a for a in h.attrs if a in ("static", "inline")))
                        for h in helpers}
@@ -2240,20 +2245,45 @@ class _Normalizer:
         return stmts
 
 
-def _normalize(fn, levels, program):
-    """Collapse the partition loops of ``fn`` when legal; (new function, None) or (fn, why)."""
+def _normalize(fn, levels, program, unstage: bool = True):
+    """Collapse the partition loops of ``fn`` when legal; (new function, None) or (fn, why).
+
+    With ``unstage``, element-wise work staged through private buffers is first un-staged
+    (``passes/decache.py``), and partitions the strided/guarded forms do not cover are tried as
+    contiguous task slices (``passes/task_slices.py``)."""
     if not levels:
         return fn, "no partition loops"
+    staged, notes = fn, []
+    if unstage:
+        from .decache import unstage as _unstage
+        fn, notes = _unstage(fn, program)
     try:
         body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
     except _NoNorm as e:
-        return fn, str(e)
+        why = str(e)
+        if not unstage:
+            return fn, why
+        from .task_slices import Refused, collapse
+        try:
+            return collapse(fn, levels, program), None
+        except Refused as e2:
+            why = f"{why}; as task slices: {e2}"
+            kept = [n for n in notes if n is not None]
+            if kept:
+                why += f"; un-staging refused: {kept[-1]}"
+        if fn is not staged:        # the staged form may still normalize the old way
+            try:
+                body = _Normalizer(levels, program, staged.params).run(staged.body.stmts)
+                return staged.with_(body=N.Block(tuple(body), loc=staged.body.loc)), None
+            except _NoNorm:
+                pass
+        return fn, why
     return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc)), None
 
 
 # ============================================================================ protocol
 def check(program, *, entry: str, launch=None, normalize: bool = True, **params) -> None:
-    _Recovery(program, entry, launch, normalize).run()
+    _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
 
 
 def _privatize_core_memories(prog, fn, loop_var: str):
@@ -2284,7 +2314,7 @@ def _privatize_core_memories(prog, fn, loop_var: str):
 
 def apply(program, *, entry: str, launch=None, normalize: bool = True, **params):
     """Recover loops; with ``normalize`` (default) collapse partition loops (see the module doc)."""
-    new = _Recovery(program, entry, launch, normalize).run()
+    new = _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
     return new, {}
 
 
