@@ -44,3 +44,13 @@ def test_matrix_plan_untiles_a_shared_memory_tiled_gemm_to_mfma(tmp_path):
     assert "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code
     events = [json.loads(x) for x in r.log_path.read_text().splitlines()]
     assert any(e["type"] == "pass" and e["name"] == "untile" and e.get("applied") for e in events)
+
+
+def test_simt_to_bang_untiles_a_shared_memory_tiled_gemm_to_bang_matmul(tmp_path):
+    plan = plans("hip", "bang")[0]
+    assert [n for n, _ in plan].index("untile") == [n for n, _ in plan].index("loop_recovery") + 1
+    r = migrate(EXAMPLES / "gemm" / "gemm.cu", to="bang", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    assert "__bang_matmul" in r.code and "__wram__" in r.code
+    events = [json.loads(x) for x in r.log_path.read_text().splitlines()]
+    assert any(e["type"] == "pass" and e["name"] == "untile" and e.get("applied") for e in events)

@@ -35,6 +35,10 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # (a shared-memory tiled matmul is un-tiled first, passes/untile.py; a no-op elsewhere)
         matrix = general[:2] + [("untile", {})] + general[2:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
         return [matrix, retarget, general]
+    if src in SIMT and dst == "bang":
+        # a shared-memory tiled matmul is un-tiled after recovery so that the cache / tensorize passes
+        # see the plain contraction (B in WRAM, __bang_matmul); a no-op for every other kernel
+        return [general[:2] + [("untile", {})] + general[2:]]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"})] + _finish("c")]
     return [general]
