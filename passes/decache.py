@@ -122,10 +122,11 @@ class _Lane:
 
     def __init__(self, loop: N.For, buffers: dict, ctx):
         self.loop, self.var, self.trip = loop, loop.var, loop.hi
-        if not (_is_int(loop.lo, 0) and _is_int(loop.step, 1) and loop.binding is None):
-            raise Refused(f"loop '{loop.var}' is not a lane loop from 0 with step 1")
-        if not _pure(loop.hi):
-            raise Refused(f"the trip count of '{loop.var}' reads memory")
+        if not (_is_int(loop.lo, 0) and _is_int(loop.step, 1) and loop.binding is None and
+                loop.var_type is not None):
+            raise Refused(f"loop '{loop.var}' is not a lane loop from 0 with step 1 declaring its counter")
+        if not _pure(loop.hi) or _vars(loop.hi) & set(buffers):
+            raise Refused(f"the trip count of '{loop.var}' reads memory or names a buffer")
         self.body = _flatten(loop.body.stmts)
         own = {s.name for s in self.body if isinstance(s, N.Decl)}
         self.own = own
@@ -314,6 +315,8 @@ def _unstage_block(stmts, ctx: _Ctx, taken: set):
             raise Refused(f"'{r}' is written through an address the lane does not index")
     lets = {d.name: d.init for d in decls}
     for d in decls:
+        if _vars(d.init) & set(buffers):
+            raise Refused(f"'{d.name}' names a buffer")
         if sum(1 for x in decls if x.name == d.name) > 1 or d.name in ctx.written:
             raise Refused(f"'{d.name}' is declared twice or changed")
     # the valid lanes are defined before they are read
@@ -346,12 +349,15 @@ def _unstage_block(stmts, ctx: _Ctx, taken: set):
     taken.add(j)
     cur = {}            # buffer -> scalar holding its lane value
     body, in_body = [], set()
+    kept = [u[1] for u in units if u[0] == "lane"]
     for kind, lane, s in units:
         if kind == "fill":
             continue
+        others = set().union(*[_vars(tuple(x.body)) for x in kept if x is not lane])
         ren = {lane.var: N.Var(j)}
         for d in sorted(lane.own):
-            if d in in_body:        # two lane bodies declare one name: the later one is renamed
+            # a name another lane body declares or reads would be captured in the fused body
+            if d in in_body or d in others:
                 ren[d] = N.Var(_fresh(d, taken))
             in_body.add(ren[d].name if d in ren else d)
         for s2 in lane.body:

@@ -213,3 +213,75 @@ def test_unstage_false_keeps_the_staging():
     prog = parse_text(STAGED, "bang", "k.mlu")
     new, _ = loop_recovery.apply(prog, entry="k", launch=BLOCK4, unstage=False)
     assert "buf" in arrays(new)
+
+
+# ------------------------------------------------------------------------------ decache alone
+C_STAGED = """
+void k(const float *x, float *y, int n) {
+    float buf[32];
+    float tmp[32];
+    for (int off = 0; off < n; off += 32) {
+        int valid = n - off < 32 ? n - off : 32;
+        for (int j = 0; j < valid; ++j) buf[j] = x[off + j];
+        for (int j2 = 0; j2 < 32; ++j2) tmp[j2] = buf[j2] * buf[j2];
+        for (int j3 = 0; j3 < valid; ++j3) tmp[j3] += 1.0f;
+        for (int j4 = 0; j4 < valid; ++j4) y[off + j4] = tmp[j4] - buf[j4];
+    }
+}
+"""
+
+
+def test_decache_unstages_a_c_chunk_loop(tmp_path):
+    from xpiler.passes import decache
+    prog = parse_text(C_STAGED, "c", "k.c")
+    fn, notes = decache.unstage(prog.func("k"), prog)
+    assert None in notes
+    new = prog.with_(items=tuple(fn if it is prog.func("k") else it for it in prog.items))
+    assert not arrays(new)
+    chunk = [s for s in fn.body.stmts if isinstance(s, N.For)][0]
+    lanes = [s for s in chunk.body.stmts if isinstance(s, N.For)]
+    assert len(lanes) == 1 and lanes[0].hi == N.Var("valid")
+    outs = []
+    for name, p in (("new", new), ("old", prog)):
+        f = _lib(print_program(p), tmp_path, name).k
+        x = np.linspace(-3, 3, 77).astype(np.float32)
+        y = np.zeros(77, np.float32)
+        f(ptr(x), ptr(y), ctypes.c_int(77))
+        outs.append(y)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], np.linspace(-3, 3, 77).astype(np.float32) ** 2 + 1
+                               - np.linspace(-3, 3, 77).astype(np.float32), rtol=1e-6)
+
+
+def test_decache_refuses_a_loop_that_may_not_cover_the_valid_lanes():
+    from xpiler.passes import decache
+    src = C_STAGED.replace("for (int j2 = 0; j2 < 32; ++j2)", "for (int j2 = 0; j2 < n / 2; ++j2)")
+    prog = parse_text(src, "c", "k.c")
+    fn, notes = decache.unstage(prog.func("k"), prog)
+    assert fn is prog.func("k")
+    assert any(n and "may not cover" in n for n in notes)
+
+
+BEGIN_END_CHUNKS = """
+#define CHUNK 32
+__mlu_entry__ void k(const float *x, float *y, int n) {
+    __nram__ float buf[CHUNK];
+    int per = (n + taskDim - 1) / taskDim;
+    int begin = taskId * per;
+    int end = begin + per < n ? begin + per : n;
+    for (int off = begin; off < end; off += CHUNK) {
+        int len = end - off < CHUNK ? end - off : CHUNK;
+        for (int j = 0; j < len; ++j) buf[j] = x[off + j];
+        for (int j = 0; j < CHUNK; ++j) buf[j] = buf[j] * buf[j];
+        for (int j = 0; j < len; ++j) y[off + j] = buf[j];
+    }
+}
+"""
+
+
+def test_begin_end_chunks_with_absolute_offsets_collapse(tmp_path):
+    new = recover(BEGIN_END_CHUNKS, "bang", BLOCK4)
+    loops = top_loops(new)
+    assert len(loops) == 1 and loops[0].hi == N.Var("n") and not arrays(new)
+    for n in (0, 3, 200):
+        run_both(BEGIN_END_CHUNKS, BLOCK4, tmp_path, n)
