@@ -186,6 +186,20 @@ def check_uniform_prelude(func: N.Func, loop: N.For) -> tuple:
     return tuple(arrays)
 
 
+def source_trusted(func: N.Func, loop: N.For) -> tuple:
+    """Buffers whose dependences across ``loop`` need no proof: the kernel's pointer parameters
+    when loop recovery marked ``loop`` as the source's own parallel BANG tasks
+    (:data:`passes.loop_recovery.SOURCE_PARTITION_PRAGMA`). The source launch runs those tasks in
+    no particular order, so a race-free source never lets two of them touch one global element
+    where one writes; re-deriving that with the dependence test fails on clamped contiguous
+    slices (conv rows split as [begin, min(begin + per, n))). Local and file-scope buffers are
+    still checked: recovery may have made per-core memories shared."""
+    from .loop_recovery import SOURCE_PARTITION_PRAGMA
+    if SOURCE_PARTITION_PRAGMA not in getattr(loop, "pragmas", ()):
+        return ()
+    return tuple(p.name for p in func.params if isinstance(p.type, (N.Pointer, N.Array)))
+
+
 def check_loop_parallel(program, func, loop, private=()) -> None:
     dep = D.check_parallel(program, func, loop, private)
     if dep is not None:
@@ -255,7 +269,7 @@ def _plan_c(program, func, loop):
     for lp in tops:
         if lp.binding == "omp" or any(p.startswith("omp") for p in lp.pragmas):
             continue
-        dep = D.check_parallel(program, func, lp)
+        dep = D.check_parallel(program, func, lp, source_trusted(func, lp))
         if dep is not None:
             first_err = first_err or PassError(NAME, f"loop '{lp.var}' carries a dependence: {dep}", _at(lp, func))
             continue
@@ -283,7 +297,7 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
         return plan
     private, why_not = D.privatizable(program, func, lp) if arrays else ((), {})
     atomic_stmts = ()
-    dep = D.check_parallel(program, func, lp, private)
+    dep = D.check_parallel(program, func, lp, tuple(private) + source_trusted(func, lp))
     if dep is not None:
         if atomics and target in SIMT:
             atomic_stmts = _atomic_reductions(program, func, lp, private)
@@ -431,7 +445,8 @@ def _bind(program: N.Program, plan: dict):
                          binding=once[id(n)], var_type=N.Scalar("int32", "int"), loc=n.loc)
         if isinstance(n, N.For) and id(n) in marks:
             body = rebuild(n.body)
-            pr = tuple(p for p in n.pragmas if not p.startswith("omp")) if target != "c" else n.pragmas
+            pr = tuple(p for p in n.pragmas if not p.startswith("xpiler "))   # its proof obligation is met
+            pr = tuple(p for p in pr if not p.startswith("omp")) if target != "c" else pr
             if moved and (n is outer or plan.get("multi")):
                 mine = tuple(d for k, d in moved.items() if any(isinstance(x, N.Var) and x.name == k
                                                               for x in walk(n.body)))

@@ -816,6 +816,8 @@ class _Recovery:
         structure = builder.build(body, True, False)
         new_body = self._materialize(structure, cfg, tainted, params, shared_decls, fn)
 
+        if bang_extra is not None and cfg.block_levels:
+            new_body = _mark_source_partition(new_body, cfg.block_levels[0].var)
         new_fn = fn.with_(body=N.Block(tuple(new_body), loc=fn.body.loc), attrs=tuple(
             a for a in fn.attrs if a in ("static", "inline")))
         if levels:
@@ -2284,6 +2286,24 @@ def _normalize(fn, levels, program, unstage: bool = True):
 # ============================================================================ protocol
 def check(program, *, entry: str, launch=None, normalize: bool = True, **params) -> None:
     _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
+
+
+#: pragma on a loop recovered from the parallel tasks of a BANG launch (see passes/binding.py)
+SOURCE_PARTITION_PRAGMA = "xpiler independent(source tasks)"
+
+
+def _mark_source_partition(stmts, var: str) -> list:
+    """Tag the top-level loop over ``var`` (the BANG task or cluster loop) as recovered from
+    tasks that the source ran in parallel. A BANG launch gives no order between its tasks, so a
+    correct (race-free) source never has two tasks touch one global element where one of them
+    writes; binding may rely on that for the kernel's pointer parameters (global memory), and
+    still checks everything else (per-core memories made file-scope or shared by recovery)."""
+    out = []
+    for st in stmts:
+        if isinstance(st, N.For) and st.var == var and SOURCE_PARTITION_PRAGMA not in st.pragmas:
+            st = st.with_(pragmas=tuple(st.pragmas) + (SOURCE_PARTITION_PRAGMA,))
+        out.append(st)
+    return out
 
 
 def _privatize_core_memories(prog, fn, loop_var: str):

@@ -44,7 +44,7 @@ BUILTIN_IDS = {"warpSize", "taskId", "taskDim", "taskIdX", "taskIdY", "taskIdZ",
 BARRIERS = {"__syncthreads": "block", "__syncwarp": "warp", "__sync_cluster": "cluster", "__sync_all": "all",
             "__sync_all_ipu": "all", "__sync": "copy", "__threadfence": "fence", "__threadfence_block": "fence_block",
             "__sync_compute": "copy", "__sync_io": "copy"}
-LOOP_PRAGMA = re.compile(r"^\s*(unroll\b|omp\b|GCC\s+unroll|GCC\s+ivdep|clang\s+loop|ivdep|nounroll|loop\b|simd\b)")
+LOOP_PRAGMA = re.compile(r"^\s*(unroll\b|omp\b|GCC\s+unroll|GCC\s+ivdep|clang\s+loop|ivdep|nounroll|loop\b|simd\b|xpiler\b)")
 
 
 def _scalar(dtype, spelling, const=False, volatile=False):
