@@ -180,3 +180,78 @@ def test_loop_the_statement_rewriter_cannot_reach_is_skipped_not_crashed():
     }"""
     r = tensorize.apply(parse_text(text, "c", "k.c"), entry="k", target="c")
     assert "_mm512_add_ps" in ops_of(r, "k")
+
+
+# ---------------------------------------------------------------- flat output loops (x86_delin)
+FLAT = """void pool(const float* in, float* out, int N, int C, int K) {
+    int total = N * C;
+    for (int idx = 0; idx < total; ++idx) {
+        int c = idx % C;
+        int t = idx / C;
+        const float* win = in + t * K * C + c;
+        float m = win[0];
+        for (int k = 0; k < K; ++k) { float v = win[k * C]; m = v > m ? v : m; }
+        out[idx] = m;
+    }
+}"""
+
+
+def test_flat_index_is_split_and_channel_loop_vectorized():
+    r = tensorize.apply(parse_text(FLAT, "c", "pool.c"), entry="pool", target="c")
+    f = r.func("pool")
+    ifs = [n for n in walk(f.body) if isinstance(n, N.If) and str(n.cond).find("C") >= 0]
+    assert ifs, "split is guarded by C > 0"
+    assert "_mm512_max_ps" in ops_of(r, "pool")
+    # the else branch keeps the original scalar loop for C <= 0
+    assert any(isinstance(n, N.For) and n.var == "idx" for n in walk(f))
+
+
+@pytest.mark.parametrize("change,why", [
+    ("int total = N * C;", None),
+    ("int total = N * C + 1;", "total not a multiple of C"),
+    ("int total = N * K;", "total not a product with C"),
+])
+def test_flat_index_split_needs_a_product_with_the_divisor(change, why):
+    text = FLAT.replace("int total = N * C;", change)
+    if why is None:
+        tensorize.check(parse_text(text, "c", "pool.c"), entry="pool", target="c")
+        return
+    with pytest.raises(PassError) as e:
+        tensorize.check(parse_text(text, "c", "pool.c"), entry="pool", target="c")
+    assert e.value.code == "XP4002", why
+
+
+def test_flat_index_split_refused_when_divisor_is_assigned():
+    text = FLAT.replace("int total = N * C;", "C = C + 0; int total = N * C;")
+    with pytest.raises(PassError):
+        tensorize.check(parse_text(text, "c", "pool.c"), entry="pool", target="c")
+
+
+def test_pointer_let_is_not_inlined_when_its_variables_change():
+    # w = x + t, then t changes: substituting w would read the wrong element
+    text = """void k(const float* x, float* y, int n, int s) {
+        for (int i = 0; i < n; i++) { int t = s; const float* w = x + t; t = t + 1; y[i] = w[i] + (float)t; }
+    }"""
+    from xpiler.passes.patterns import x86_loops
+    p = parse_text(text, "c", "k.c")
+    loop = next(n for n in walk(p.func("k")) if isinstance(n, N.For))
+    stmts = x86_loops._inline_lane_ints(loop.body.stmts, "i")
+    assert any(isinstance(s, N.Decl) and s.name == "w" for s in stmts)
+
+
+def test_select_max_is_exact_operand_order():
+    # x > m ? x : m is _mm512_max_ps(x, m) (SRC1 > SRC2 ? SRC1 : SRC2): NaN or a tie gives m
+    text = """void k(const float* x, const float* m, float* y, int n) {
+        for (int i = 0; i < n; i++) y[i] = x[i] > m[i] ? x[i] : m[i];
+    }"""
+    r = tensorize.apply(parse_text(text, "c", "k.c"), entry="k", target="c")
+    mx = [n for n in walk(r.func("k")) if isinstance(n, N.Intrinsic) and n.name == "_mm512_max_ps"]
+    assert mx and "x" in str(mx[0].args[0]) and "m" in str(mx[0].args[1])
+
+
+def test_maxpool_from_cuda_is_vectorized_and_verified(tmp_path):
+    import xpiler
+    r = xpiler.migrate(ROOT / "examples" / "maxpool2d" / "maxpool2d.cu", to="c", outdir=tmp_path / "o",
+                       tune=False, perf=False)
+    assert r.verified, [d.format() for d in r.diagnostics]
+    assert "_mm512_max_ps" in r.output_path.read_text()

@@ -25,6 +25,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import substitute, walk
 
 from . import common as U
+from . import x86_delin
 from . import x86_vec as XV
 from .x86_vec import NoVec, _I
 
@@ -41,17 +42,26 @@ def _zero(e):
 
 
 def _inline_lane_ints(stmts, j):
-    """Substitute int lets whose value depends on ``j`` into the statements after them."""
+    """Substitute int lets whose value depends on ``j``, and pointer lets (``const float *w =
+    x + off;``), into the statements after them.  Only when neither the let nor any variable
+    of its value is assigned afterwards (so the substituted value is the one the let held),
+    and the value has no side effects."""
     stmts = list(stmts)
     k = 0
     while k < len(stmts):
         s = stmts[k]
-        if isinstance(s, N.Decl) and s.init is not None and isinstance(s.type, N.Scalar) \
-                and s.type.dtype in XV.INT_DTYPES:
+        is_int = isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.type.dtype in XV.INT_DTYPES
+        is_ptr = isinstance(s, N.Decl) and isinstance(s.type, N.Pointer)
+        if (is_int or is_ptr) and s.init is not None:
             rest = N.Block(tuple(stmts[k + 1:]))
             uses_j = any(isinstance(n, N.Var) and n.name == j for n in walk(s.init))
-            if uses_j and s.name not in U.assigned_names(rest):
-                stmts = stmts[:k] + list(substitute(rest, {s.name: s.init}).stmts)
+            later = U.assigned_names(rest)
+            init_vars = {n.name for n in walk(s.init) if isinstance(n, N.Var)}
+            pure = not any(isinstance(n, (N.Call, N.AssignExpr, N.Comma)) or (
+                isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--")) for n in walk(s.init))
+            if (uses_j or is_ptr) and pure and s.name not in later and not (init_vars & later):
+                val = N.Cast(s.type, s.init) if is_ptr else s.init
+                stmts = stmts[:k] + list(substitute(rest, {s.name: val}).stmts)
                 continue
         k += 1
     return stmts
@@ -96,8 +106,8 @@ def vectorize(func, facts, loop):
     if loop.binding not in (None, "omp") or not (isinstance(loop.step, N.Const) and loop.step.value == 1):
         raise NoVec("not a unit-step sequential or OpenMP loop")
     j = loop.var
-    body = [U.normalize_ptr_index(s) for s in loop.body.stmts]
-    body = _inline_lane_ints(body, j)
+    body = _inline_lane_ints(loop.body.stmts, j)
+    body = [U.normalize_ptr_index(s) for s in body]
     nested = any(isinstance(n, (N.For, N.If)) for st in body for n in walk(st))
     reds, plain = {}, []
     for k, s in enumerate(body):
@@ -169,6 +179,21 @@ def vectorize(func, facts, loop):
     return [N.Block(tuple(out), loc=loop.loc)], lanes.helpers, bool(reds)
 
 
+def _vectorize_or_split(func, facts, loop):
+    """``vectorize(loop)``; failing that, a flat output loop split into (outer, channel) loops
+    (:mod:`x86_delin`) with the channel loop vectorized."""
+    try:
+        repl, hs, _ = vectorize(func, facts, loop)
+        return repl, hs
+    except NoVec as why:
+        sp = x86_delin.split(func, loop)
+        if sp is None:
+            raise why
+    stmts, inner = sp
+    repl, hs, _ = vectorize(func, facts, inner)
+    return [U.replace_stmt(N.Block(tuple(stmts)), inner, repl).stmts[0]], hs
+
+
 def sites(program, func, ops=None):
     """[(loop, replacement statements)], plus the helper functions they call."""
     facts = XV.Facts(func)
@@ -179,7 +204,7 @@ def sites(program, func, ops=None):
             continue
         try:
             U.replace_stmt(func.body, loop, [])     # reachable by the statement rewriter at all?
-            repl, hs, _ = vectorize(func, facts, loop)
+            repl, hs = _vectorize_or_split(func, facts, loop)
         except (NoVec, KeyError):
             continue
         names = {n.name for n in walk(N.Block(tuple(repl))) if isinstance(n, N.Intrinsic)}

@@ -28,8 +28,9 @@ and by evaluating the scalar expression (``scalar_eval``) and the vector express
 lane semantics) on the same probe values.
 
     a+b a-b a*b a/b -> _mm512_add/sub/mul/div_ps      -a -> a * -1 (keeps -0 and NaN)
-    fmaxf fminf max min, (a > b ? a : b) -> _mm512_max/min_ps (operands ordered so a NaN in
-    the loop's value is dropped like fmaxf does)     fabsf -> _mm512_abs_ps
+    fmaxf fminf max min -> _mm512_max/min_ps (operands ordered so a NaN in the loop's value is
+    dropped like fmaxf does; when both operands vary, lanes where the first is NaN are blended
+    to the second)     (x > y ? x : y) -> _mm512_max_ps(x, y) exactly     fabsf -> _mm512_abs_ps
     sqrtf -> _mm512_sqrt_ps (correctly rounded, as sqrtf)     expf -> xp_exp512 (x86_math)
     (float)(a > b) -> _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(...), 1)
     c ? a : b (c varies, a and b read no memory) -> _mm512_mask_blend_ps
@@ -280,9 +281,16 @@ class Lanes:
             name = e.name if isinstance(e, N.Intrinsic) else e.func
             if name in MAXMIN and len(e.args) == 2:
                 a, b = e.args
+                op = f"_mm512_{MAXMIN[name]}_ps"
+                if self.depends(a) and self.depends(b):
+                    # fmaxf drops a NaN in either operand: max_ps(b, a) drops one in b; lanes
+                    # where a is NaN take b
+                    va, vb = self.vec(a, mask), self.vec(b, mask)
+                    nan_a = _I("_mm512_cmp_ps_mask", va, va, N.Var("_CMP_UNORD_Q"))
+                    return _I("_mm512_mask_blend_ps", nan_a, _I(op, vb, va), vb)
                 if not self.depends(a):          # keep the varying operand first: NaN in it is dropped
                     a, b = b, a
-                return _I(f"_mm512_{MAXMIN[name]}_ps", self.vec(a, mask), self.vec(b, mask))
+                return _I(op, self.vec(a, mask), self.vec(b, mask))
             if name in UNARY and len(e.args) == 1:
                 if UNARY[name].startswith("xp_"):
                     self.helpers.add(UNARY[name])
@@ -293,12 +301,13 @@ class Lanes:
             raise NoVec(f"no AVX-512 form of {name}()")
         if isinstance(e, N.Cond):
             c = e.cond
-            if isinstance(c, N.BinOp) and c.op in (">", "<") and {id(e.then), id(e.else_)} and \
+            if isinstance(c, N.BinOp) and c.op in (">", "<") and \
                     ((e.then == c.lhs and e.else_ == c.rhs) or (e.then == c.rhs and e.else_ == c.lhs)):
                 big = (c.op == ">") == (e.then == c.lhs)
-                # a > b ? a : b is max(b, a) in _mm512 operand order: NaN anywhere -> b
-                return _I("_mm512_max_ps" if big else "_mm512_min_ps", self.vec(e.else_, mask),
-                          self.vec(e.then, mask))
+                # x > y ? x : y is exactly _mm512_max_ps(x, y) (SRC1 > SRC2 ? SRC1 : SRC2, NaN
+                # or equal -> y), and a > b ? b : a is b < a ? b : a = _mm512_min_ps(b, a)
+                return _I("_mm512_max_ps" if big else "_mm512_min_ps", self.vec(e.then, mask),
+                          self.vec(e.else_, mask))
             if isinstance(c, N.BinOp) and c.op in CMP and self.depends(c):
                 if any(isinstance(n, N.Index) for n in walk(e.then)) or any(
                         isinstance(n, N.Index) for n in walk(e.else_)):
@@ -381,10 +390,12 @@ def _stmts(s):
 
 # ------------------------------------------------------------------------------ probe check
 _VNP = {"_mm512_add_ps": np.add, "_mm512_sub_ps": np.subtract, "_mm512_mul_ps": np.multiply,
-        "_mm512_div_ps": np.divide, "_mm512_max_ps": np.maximum, "_mm512_min_ps": np.minimum,
+        "_mm512_div_ps": np.divide, "_mm512_max_ps": lambda a, b: np.where(a > b, a, b),
+        "_mm512_min_ps": lambda a, b: np.where(a < b, a, b),
         "_mm512_abs_ps": np.abs, "_mm512_sqrt_ps": np.sqrt, "xp_exp512": np.exp}
 _CNP = {"_CMP_GT_OQ": np.greater, "_CMP_LT_OQ": np.less, "_CMP_GE_OQ": np.greater_equal,
-        "_CMP_LE_OQ": np.less_equal, "_CMP_EQ_OQ": np.equal, "_CMP_NEQ_UQ": np.not_equal}
+        "_CMP_LE_OQ": np.less_equal, "_CMP_EQ_OQ": np.equal, "_CMP_NEQ_UQ": np.not_equal,
+        "_CMP_UNORD_Q": lambda a, b: np.isnan(a) | np.isnan(b)}
 
 
 def _vev(v, env):
