@@ -55,6 +55,10 @@ def _sfx(name):
     return name.rsplit("_", 1)[-1]
 
 
+#: ordered predicates are C's comparisons (false on NaN); NEQ_UQ is C's != (true on NaN)
+CMP_OPS = {"_CMP_GT_OQ": ">", "_CMP_LT_OQ": "<", "_CMP_GE_OQ": ">=", "_CMP_LE_OQ": "<=", "_CMP_EQ_OQ": "==",
+           "_CMP_NEQ_UQ": "!="}
+
 KIND_OF_SFX = {"ps": "f32", "pd": "f64", "epi32": "i32", "si512": "i32", "epi8": "i8", "epi16": "i16",
                "si256": "i32"}
 
@@ -64,6 +68,7 @@ class X86:
         self.ctx = ctx
         self.vfuncs = vfuncs            # name -> (vector param kinds, return kind or None)
         self.vars = {}                  # vector variable -> kind
+        self.known_math = {}            # helper function -> scalar math function it computes
 
     # ------------------------------------------------------------------ helpers
     def refuse(self, why, node=None):
@@ -90,7 +95,18 @@ class X86:
             return "f32"
         return KIND_OF_SFX.get(_sfx(name), "i32")
 
-    def mbit(self, m, l):
+    def mbit(self, m, l, pre=None):
+        """Bit ``l`` of mask expression ``m``; a ``_mm512_cmp_ps_mask`` is the lane comparison."""
+        if _name(m) == "_mm512_cmp_ps_mask" and pre is not None:
+            x, y = (self.lane(v, l, "f32", pre) for v in m.args[:2])
+            pred = self.imm_text(m.args[2]).strip()
+            if pred == "_CMP_UNORD_Q":
+                return b("||", b("!=", x, x), b("!=", y, y))
+            if pred not in CMP_OPS:
+                self.refuse(f"_mm512_cmp_ps_mask: unsupported predicate {pred}")
+            return b(CMP_OPS[pred], x, y)
+        if _name(m) and is_x86(_name(m)):
+            self.refuse(f"{_name(m)} as a mask")
         return b("&", b(">>", m, l), 1)
 
     def byte_of(self, arr, j, const=True):
@@ -125,6 +141,8 @@ class X86:
         name = _name(e)
         if name is None:
             self.refuse("unsupported vector expression")
+        if name in self.known_math:      # xp_exp512 (tensorize's helper, checked by its text): expf
+            return self.ctx.math(self.known_math[name], self.lane(e.args[0], l, "f32", pre))
         if name in self.vfuncs or name.startswith("_mm512_dp"):
             tmp = self.materialize(e, pre)
             return self.read_var(tmp, l, view)
@@ -163,12 +181,26 @@ class X86:
         if base in ("mask_add", "mask_sub", "mask_mul", "mask_max", "mask_min"):
             src, m, x, y = a
             inner = N.Intrinsic(f"_mm512_{base[5:]}_{_sfx(name)}", (x, y))
-            return cond(self.mbit(m, l), self.lane(inner, l, view, pre), L(src))
+            return cond(self.mbit(m, l, pre), self.lane(inner, l, view, pre), L(src))
+        if base == "mask_blend":             # lane l: b if bit l of m else a
+            m, x, y = a
+            return cond(self.mbit(m, l, pre), L(y), L(x))
+        if base == "maskz_mov":
+            m, x = a
+            return cond(self.mbit(m, l, pre), L(x), cf(0.0) if view == "f32" else c(0))
+        if base in ("abs", "sqrt") and view in ("f32", "f64"):
+            fn = {"abs": "fabs", "sqrt": "sqrt"}[base] + ("f" if view == "f32" else "")
+            return self.ctx.math(fn, L(a[0]))
         if base == "roundscale":
             txt = self.imm_text(a[1])
+            # numeric immediates: bits 0-1 rounding mode (0 nearest, 1 floor, 2 ceil, 3 trunc),
+            # bit 3 suppresses exceptions; bits 4-7 (scale) must be 0
+            numeric = {"0": "", "8": "", "1": "NEG_INF", "9": "NEG_INF", "2": "POS_INF", "10": "POS_INF",
+                       "3": "TO_ZERO", "11": "TO_ZERO"}
+            txt = numeric.get(txt.strip(), txt)
             fn = "truncf" if "TO_ZERO" in txt else "floorf" if "NEG_INF" in txt else "ceilf" if "POS_INF" in txt \
                 else "nearbyintf"
-            if txt.strip() not in ("0", "8") and not any(k in txt for k in ("TO_NEAREST", "TO_ZERO", "NEG_INF", "POS_INF")):
+            if txt.strip() not in ("",) and not any(k in txt for k in ("TO_NEAREST", "TO_ZERO", "NEG_INF", "POS_INF")):
                 self.refuse(f"{name}: unsupported rounding immediate {txt}")
             return self.ctx.math(fn, L(a[0]))
         if base == "scalef":
@@ -178,6 +210,16 @@ class X86:
         if op == "cvtepi8_epi16":
             return cast(I16, self.lane(a[0], l, "i8", pre))
         self.refuse(f"no lowering for {name}")
+
+    def elem_at(self, p, l, et, const=False):
+        """Element ``l`` after pointer ``p`` as type ``et``: ``B[i + l]`` when ``p`` is ``&B[i]``
+        and B's elements are ``et`` (what loop analyses read best), else ``((et *)p)[l]``."""
+        p = _strip_void(p)
+        if isinstance(p, N.UnOp) and p.op == "&" and isinstance(p.operand, N.Index):
+            el = self.ctx.env.type_of(p.operand)
+            if isinstance(el, N.Scalar) and isinstance(et, N.Scalar) and el.dtype == et.dtype:
+                return N.Index(p.operand.base, add(p.operand.index, l))
+        return ix(cast(ptr(et, const=const), p), l)
 
     def imm_text(self, e):
         if isinstance(e, N.Const):
@@ -196,7 +238,7 @@ class X86:
             p = a[0]
         if view == nat or (nat == "i32" and op.endswith("si512") and view in ("i32",)):
             elem = {"f32": FLOAT, "f64": F64, "i32": I32, "i16": I16, "i8": I8}[view]
-            val = ix(cast(ptr(elem, const=True), _strip_void(p)), l)
+            val = self.elem_at(p, l, elem, const=True)
             bit = l
         elif view == "u8":
             val = ix(cast(ptr(U8, const=True), _strip_void(p)), l)
@@ -208,7 +250,7 @@ class X86:
             return val
         if other is None:
             other = self.lane(src, l, view, pre)
-        return cond(self.mbit(m, bit), val, other)
+        return cond(self.mbit(m, bit, pre), val, other)
 
     # ------------------------------------------------------------------ materialize
     def materialize(self, e, pre, into=None):
@@ -381,14 +423,14 @@ class X86:
         if kind in ("f32", "i32", "f64") and not name.endswith("si512"):
             et = KIND_TYPE[kind]
             x = self.lane(val, N.Var(l), kind, body)
-            st = assign(ix(cast(ptr(et), _strip_void(p)), N.Var(l)), x)
+            st = assign(self.elem_at(p, N.Var(l), et), x)
             bit, n = N.Var(l), LANES[kind]
         else:   # bytes
             x = self.lane(val, N.Var(l), "u8", body)
             st = assign(ix(cast(ptr(U8), _strip_void(p)), N.Var(l)), cast(U8, x))
             bit, n = b("/", N.Var(l), SIZE[kind]), 64
         if masked:
-            st = N.If(self.mbit(m, bit), st)
+            st = N.If(self.mbit(m, bit, body), st)
         out.append(loop(l, 0, n, body + [st]))
 
 
@@ -434,7 +476,33 @@ def _lower_body(x: X86, stmts) -> tuple:
     return tuple(out)
 
 
+#: vector math helpers tensorize writes (passes/patterns/x86_math.py) -> the scalar function each
+#: one computes (within 2 ulp, same inf / 0 / NaN; tested there)
+KNOWN_HELPERS = {"xp_exp512": "expf"}
+
+
+def known_helpers(program: N.Program) -> dict:
+    """{name: scalar function} of the helper functions whose definition is exactly tensorize's
+    (compared node by node with x86_math's text): their calls lower lane-wise to the scalar
+    function, the definitions are dropped.  A function of the same name with any other body is
+    lowered like any other vector function."""
+    from ..patterns import x86_math
+    from xpiler.frontend import parse_text
+    out = {}
+    for f in program.funcs:
+        if f.name in KNOWN_HELPERS and f.body is not None:
+            ref = [it for it in parse_text("#include <immintrin.h>\n" + x86_math.HELPERS[f.name], "c",
+                                           f"{f.name}.c").items if isinstance(it, N.Func)]
+            if ref and ref[0].body == f.body and ref[0].params == f.params and ref[0].ret == f.ret:
+                out[f.name] = KNOWN_HELPERS[f.name]
+    return out
+
+
 def lower_program(program: N.Program, names, Ctx) -> N.Program:
+    known = known_helpers(program)
+    if known:
+        program = program.with_(items=tuple(it for it in program.items
+                                            if not (isinstance(it, N.Func) and it.name in known)))
     # functions taking or returning vectors
     vfuncs = {}
     for f in program.funcs:
@@ -448,6 +516,7 @@ def lower_program(program: N.Program, names, Ctx) -> N.Program:
         if isinstance(it, N.Func) and (it.name in vfuncs or it.body is not None):
             ctx = Ctx(program, it, names)
             x = X86(ctx, vfuncs)
+            x.known_math = known
             x.ret_name = None
             params = list(it.params)
             ret = it.ret
