@@ -832,11 +832,18 @@ class _Recovery:
 
     # -------------------------------------------------------------- helpers with barriers
     def _inline_barrier_helpers(self, fn):
-        """A helper that holds a barrier belongs to the caller's phases: inline it (its parameters
+        """A helper that holds a barrier belongs to the caller's phases (and a BANG helper on
+        file-scope on-chip buffers to the caller's core): inline it (its parameters
         become locals of a block, its final ``return v`` an assignment of the call's result)."""
         defs = {f.name: f for f in self.program.funcs if f.body is not None and f.name != fn.name}
+        # BANG: a helper working on file-scope NRAM/WRAM/SRAM buffers is inlined too, so that the
+        # per-core privatization of those buffers (``_privatize_core_memories``) sees every use
+        onchip = {it.name for it in self.program.items if isinstance(it, N.Decl) and it.scope in ("nram", "wram", "sram")}
+
+        def uses_onchip(f):
+            return bool(onchip) and any(isinstance(v, N.Var) and v.name in onchip for v in walk(f.body))
         for _ in range(8):
-            targets = {n: f for n, f in defs.items() if _has_sync(f.body)}
+            targets = {n: f for n, f in defs.items() if _has_sync(f.body) or uses_onchip(f)}
             calls = [n for n in walk(fn.body) if isinstance(n, N.Call) and n.func in targets]
             if not calls:
                 return fn
@@ -2310,17 +2317,20 @@ def _privatize_core_memories(prog, fn, loop_var: str):
     """BANG NRAM/WRAM declared at file scope are per-core memories: every task sees its own
     (fresh) copy. In the sequential program they become arrays local to the task (or core)
     loop, so no state leaks between tasks and later binding sees independent iterations."""
-    # an array a helper function also uses stays at file scope (the helper names it directly)
-    in_helpers = set()
-    for f in prog.funcs:
-        if f.body is not None and f.name != fn.name:
-            in_helpers |= _vars(f.body)
+    # an array that a helper the kernel still calls names directly stays at file scope (the
+    # helper sees it there); helpers inlined into the kernel no longer count
+    defs = {f.name: f for f in prog.funcs if f.body is not None and f.name != fn.name}
+    called, stack = set(), [fn]
+    while stack:
+        for n in walk(stack.pop().body):
+            if isinstance(n, N.Call) and isinstance(n.func, str) and n.func in defs and n.func not in called:
+                called.add(n.func)
+                stack.append(defs[n.func])
+    used_elsewhere = set()
+    for name in called:
+        used_elsewhere |= _vars(defs[name].body)
     per_core = [it for it in prog.items if isinstance(it, N.Decl) and it.scope in ("nram", "wram")
-                and it.name not in in_helpers]
-    # arrays that helper functions name directly must stay at file scope (helpers see them there)
-    used_elsewhere = {n.name for it in prog.items if isinstance(it, N.Func) and it.name != fn.name
-                      and it.body is not None for n in walk(it.body) if isinstance(n, N.Var)}
-    per_core = [d for d in per_core if d.name not in used_elsewhere]
+                and it.name not in used_elsewhere]
     if not per_core or fn.body is None:
         return fn
     target = next((n for n in walk(fn.body) if isinstance(n, N.For) and n.var == loop_var), None)

@@ -66,3 +66,23 @@ def test_loop_recovery_marks_the_bang_task_loop():
     out = out[0] if isinstance(out, tuple) else out
     tops = [s for s in out.func("k").body.stmts if isinstance(s, N.For)]
     assert len(tops) == 1 and tops[0].var == "task" and SOURCE_PARTITION_PRAGMA in tops[0].pragmas
+
+
+def test_helper_on_file_scope_nram_is_inlined_and_its_buffers_made_per_task():
+    from pathlib import Path
+    from xpiler.frontend import parse_file
+    from xpiler.spec import load_spec
+    ex = Path(__file__).resolve().parents[1] / "examples" / "bmm"
+    spec = load_spec(ex / "bmm.mlu.toml")
+    from xpiler.passes import detensorize
+    p = detensorize.apply(parse_file(ex / "bmm.mlu", "bang"), entry="bmm", target="cuda")
+    p = p[0] if isinstance(p, tuple) else p
+    out = loop_recovery.apply(p, entry="bmm", launch=dict(spec.launch))
+    out = out[0] if isinstance(out, tuple) else out
+    fn = out.func("bmm")
+    assert not [n for n in walk(fn.body) if isinstance(n, N.Call) and n.func == "matmul_rows"]
+    task = next(s for s in fn.body.stmts if isinstance(s, N.For))
+    local = {s.name for s in task.body.stmts if isinstance(s, N.Decl)}
+    assert {"a_tile", "b_tile", "c_acc", "c_part", "zero_pad"} <= local
+    out_b = binding.apply(out, target="cuda", entry="bmm")   # no shared on-chip buffer left
+    assert out_b is not None
