@@ -26,7 +26,7 @@ recovery), processes a chunk of its slice like this::
     }
 
 (the loops are fused over the lanes that are copied out, each buffer element becomes a scalar
-per lane, the buffer disappears).
+per lane, the buffer disappears; the block's comments, which describe the staging, are dropped).
 
 Legality, per block (a statement list; every block of the function is tried, innermost
 first), all of which must hold or the block is left as it is:
@@ -298,7 +298,7 @@ def _unstage_block(stmts, ctx: _Ctx, taken: set):
         raise Refused("the loops that store to global memory have different trip counts")
     # buffers are private to the block
     for b in buffers:
-        if _count(ctx.fn.body, b) != _count(tuple(flat), b) + 0:
+        if _count(ctx.fn.body, b) != _count(tuple(flat), b):
             raise Refused(f"buffer '{b}' is used outside the staged block")
     # writes to a global are not read in the block, and come from one loop
     written, read = {}, set()
@@ -324,7 +324,7 @@ def _unstage_block(stmts, ctx: _Ctx, taken: set):
     for kind, lane, s in units:
         if kind == "fill":
             for l in lane:
-                bad = set(l.buf_reads) - defined - set()
+                bad = set(l.buf_reads) - defined
                 if bad:
                     raise Refused(f"'{sorted(bad)[0]}' is read before it is written in the block")
                 defined -= set(l.buf_writes)

@@ -56,7 +56,7 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import rewrite, substitute, walk
+from xpiler.ir.visit import substitute, walk
 
 from . import dependence as D
 from .decache import _flatten, _pure, _vars
