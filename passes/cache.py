@@ -259,7 +259,11 @@ def _plan(program: N.Program, entry: str, target=None, chunk="auto", rows="auto"
         try:
             rplan = R.analyse_rows(program, func, loop)
         except PassError as e2:
-            raise first if first.code == "XP4001" or e2.code == "XP4002" else e2
+            try:
+                rplan = R.analyse_batched(program, func, loop)
+            except PassError:
+                raise first if first.code == "XP4001" or e2.code == "XP4002" else e2
+            return "rows", func, rplan, R.pick_caps(program, func, rplan, rows)
         S = RS.stride_of(rplan)
         if S is not None:          # norm-like rows: padded row stride for the vector unit
             return "vrows", func, (rplan, S), RS.pick_caps(program, func, rplan)

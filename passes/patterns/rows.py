@@ -91,6 +91,11 @@ class RowPlan:
     wram: set = field(default_factory=set)
     caps: dict = field(default_factory=dict)
     offsets: set = field(default_factory=set)        # constant in-row offsets read (need S > k)
+    # batched contraction (``for t < X*Y { b = t / Y; i = t % Y; ... }``): the batch loop
+    # (variable, extent X), each buffer's per-batch offset coefficient and the source loop
+    batch: Optional[tuple] = None
+    boff: dict = field(default_factory=dict)
+    outer: Optional[N.For] = None
 
 
 def _loop_ranges(body_block) -> dict:
@@ -132,17 +137,20 @@ def _extent(r, loops: dict):
     return e
 
 
-def analyse_rows(program, func, loop: N.For) -> RowPlan:
+def analyse_rows(program, func, loop: N.For, batch: Optional[str] = None, body=None) -> RowPlan:
     ptrs = U.pointer_params(func)
     if not _is_c(loop.step, 1):
         raise PassError(NAME, f"loop '{loop.var}' has a non-unit step", loop, "XP4002")
     for n in walk(loop.body):
         if isinstance(n, (N.Barrier, N.Return, N.Break, N.Continue, N.CFor, N.While)):
             raise PassError(NAME, f"loop '{loop.var}' holds a {type(n).__name__}", loop, "XP4002")
-    body = U.inline_lets(loop.body.stmts)
+    body = U.inline_lets(loop.body.stmts) if body is None else body
+    plan = RowPlan(loop, body)
+    if batch is not None:
+        body = _strip_batch(plan, ptrs, batch, body)
+        plan.body = body
     blk = N.Block(tuple(body))
     inner = _loop_ranges(blk)
-    plan = RowPlan(loop, body)
     for n in walk(blk):
         if isinstance(n, N.Var) and n.name in ptrs:
             pass
@@ -195,6 +203,86 @@ def analyse_rows(program, func, loop: N.For) -> RowPlan:
             plan.wram = set()
     else:
         plan.wram = {b for b in plan.inv if _mult_operand(blk, b)}
+    return plan
+
+
+def _strip_batch(plan: RowPlan, ptrs: dict, bv: str, body: list) -> list:
+    """Every global access ``P[bv*O + rest]`` (O free of every loop variable of the body and of
+    the row variable) becomes ``P[rest]``; ``plan.boff[P] = O`` (None: the same matrix for every
+    batch).  Raises PassError when an index is not linear in ``bv`` or the offsets differ."""
+    loops = {plan.loop.var} | {l.var for s in body for l in walk(s) if isinstance(l, N.For)}
+    seen = {}
+
+    def strip(n):
+        if not (isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in ptrs):
+            return n
+        b = n.base.name
+        try:
+            c, r = linear(n.index, bv)
+        except ValueError:
+            raise PassError(NAME, f"buffer '{b}' index is not linear in the batch '{bv}'", plan.loop, "XP4002")
+        if c is not None and any(_mentions(c, v) for v in loops | {bv}):
+            raise PassError(NAME, f"buffer '{b}' batch offset depends on a loop variable", plan.loop, "XP4002")
+        key = repr(U.strip_casts(c)) if c is not None else None
+        if b in seen and seen[b] != key:
+            raise PassError(NAME, f"buffer '{b}' has two batch offsets", plan.loop, "XP4002")
+        seen[b] = key
+        plan.boff[b] = U.strip_casts(c) if c is not None else None
+        return n.with_(index=r if r is not None else U.C(0))
+    out = [rewrite(s, strip) for s in body]
+    for s in out:
+        for n in walk(s):
+            if isinstance(n, N.Var) and n.name == bv:
+                raise PassError(NAME, f"the batch '{bv}' is used outside a buffer offset", plan.loop, "XP4002")
+    return out
+
+
+def split_batched(func, loop: N.For):
+    """``for t in [0, X*Y) { ... t / Y ... t % Y ... }`` (every use of t is ``t / Y`` or ``t % Y``)
+    == ``for b in [0, X) { for i in [0, Y) { ...b ... i... } }`` when Y > 0 (then (t/Y, t%Y)
+    enumerates [0, X) x [0, Y) in order; X <= 0 runs neither).  Returns (X, Y, b, inner loop with
+    the body's lets inlined) or None."""
+    if not (_is_c(loop.lo, 0) and _is_c(loop.step, 1)):
+        return None
+    hi = U.strip_casts(loop.hi)
+    if not (isinstance(hi, N.BinOp) and hi.op == "*"):
+        return None
+    t = loop.var
+    body = U.inline_lets(loop.body.stmts)
+    assigned = U.assigned_names(N.Block(tuple(body)))
+    for X, Y in ((hi.lhs, hi.rhs), (hi.rhs, hi.lhs)):
+        Ys = U.strip_casts(Y)
+        if not isinstance(Ys, (N.Var, N.Const)) or (isinstance(Ys, N.Var) and Ys.name in assigned):
+            continue
+        if any(isinstance(n, N.Var) and n.name in assigned for n in walk(X)):
+            continue
+        bv, iv = U.fresh(func, f"{t}_b"), U.fresh(func, f"{t}_i")
+
+        def split(n):
+            if isinstance(n, N.BinOp) and n.op in ("/", "%") and U.is_var(U.strip_casts(n.lhs), t) \
+                    and U.strip_casts(n.rhs) == Ys:
+                return N.Var(bv if n.op == "/" else iv)
+            return n
+        new = [rewrite(s, split) for s in body]
+        if any(isinstance(n, N.Var) and n.name == t for s in new for n in walk(s)):
+            continue
+        if not any(isinstance(n, N.Var) and n.name == bv for s in new for n in walk(s)):
+            continue
+        inner = N.For(iv, U.C(0), Ys, U.C(1), N.Block(tuple(new)), binding=loop.binding,
+                      var_type=N.Scalar("int32", "int"), loc=loop.loc)
+        return X, Ys, bv, inner
+    return None
+
+
+def analyse_batched(program, func, loop: N.For) -> RowPlan:
+    """Row plan of a batched contraction: per batch, a row loop over Y rows."""
+    sp = split_batched(func, loop)
+    if sp is None:
+        raise PassError(NAME, f"loop '{loop.var}' is not a batch x rows loop", loop, "XP4002")
+    X, Y, bv, inner = sp
+    plan = analyse_rows(program, func, inner, batch=bv, body=list(inner.body.stmts))
+    plan.batch = (bv, X)
+    plan.outer = loop
     return plan
 
 
@@ -260,14 +348,20 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
     def sz(b, count):
         return N.BinOp("*", count, U.sizeof(plan.dtypes[b]))
     dir_in = {b: ("GDRAM2WRAM" if b in plan.wram else "GDRAM2NRAM") for b in plan.dtypes}
+    def base(b):
+        # the batch's matrix of b (batched contractions), else b itself
+        if plan.batch is None or plan.boff.get(b) is None:
+            return N.Var(b)
+        # the offset is formed in 64 bits like the source's pointer arithmetic may be
+        return N.BinOp("+", N.Var(b), U.mul(N.Cast(N.Scalar("int64", "long"), N.Var(plan.batch[0])), plan.boff[b]))
     per_block = [U.int_decl(rn, N.Intrinsic("min", (N.Var(rb), N.BinOp("-", loop.hi, N.Var(r0)))))]
     for b, S in plan.row.items():
-        per_block.append(U.call("__memcpy", N.Var(names[b]), N.BinOp("+", N.Var(b), U.mul(N.Var(r0), S)),
+        per_block.append(U.call("__memcpy", N.Var(names[b]), N.BinOp("+", base(b), U.mul(N.Var(r0), S)),
                                 sz(b, U.mul(N.Var(rn), S)), N.Var(dir_in[b])))
     per_block.append(inner)
     for b, S in plan.row.items():
         if b in plan.written:
-            per_block.append(U.call("__memcpy", N.BinOp("+", N.Var(b), U.mul(N.Var(r0), S)), N.Var(names[b]),
+            per_block.append(U.call("__memcpy", N.BinOp("+", base(b), U.mul(N.Var(r0), S)), N.Var(names[b]),
                                     sz(b, U.mul(N.Var(rn), S)), N.Var("NRAM2GDRAM")))
     rows_expr = None
     for b, S in plan.row.items():
@@ -283,9 +377,16 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
     block_loop = N.For(r0, loop.lo, loop.hi, N.Var(rb), N.Block(tuple(per_block)), binding=loop.binding,
                        var_type=N.Scalar("int32", "int"), loc=loop.loc)
     staged = [U.int_decl(rb, rows_expr)]
+    per_batch = []
     for b, ext in plan.inv.items():
-        staged.append(U.call("__memcpy", N.Var(names[b]), N.Var(b), sz(b, ext), N.Var(dir_in[b])))
-    staged.append(block_loop)
+        per_batch.append(U.call("__memcpy", N.Var(names[b]), base(b), sz(b, ext), N.Var(dir_in[b])))
+    per_batch.append(block_loop)
+    if plan.batch is None:
+        staged += per_batch
+    else:
+        # one batch after the other; every task stages the batch's shared operand
+        staged.append(N.For(plan.batch[0], U.C(0), plan.batch[1], U.C(1), N.Block(tuple(per_batch)),
+                            var_type=N.Scalar("int32", "int"), loc=loop.loc))
     conds = []
     for b, S in plan.row.items():
         conds.append(N.BinOp("<=", S, U.C(caps[b])))
@@ -294,11 +395,14 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
     for k in sorted(plan.offsets):
         for S in {repr(S): S for S in plan.row.values()}.values():
             conds.append(N.BinOp(">", S, U.C(k)))
+    if plan.batch is not None:
+        conds.append(N.BinOp(">", loop.hi, U.C(0)))     # (t / Y, t % Y) enumerates batch x rows
     cond = conds[0]
     for c in conds[1:]:
         cond = N.BinOp("&&", cond, c)
-    guard = N.If(cond, N.Block(tuple(staged)), N.Block((loop,)), loc=loop.loc)
-    new_body = U.replace_stmt(func.body, loop, [guard])
+    orig = plan.outer if plan.outer is not None else loop
+    guard = N.If(cond, N.Block(tuple(staged)), N.Block((orig,)), loc=loop.loc)
+    new_body = U.replace_stmt(func.body, orig, [guard])
     return func.with_(body=new_body.with_(stmts=tuple(decls) + new_body.stmts))
 
 
