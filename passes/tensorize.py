@@ -142,7 +142,9 @@ def _sites(program, entry, target=None, ops=None, **_):
         from .patterns import rows as R
         from .patterns import bang_rows as BR
         from .patterns import bang_pool as BP
+        from .patterns import bang_conv as BC
         sites = BP.pool_sites(program, func, ops)      # a whole-nest pool: nothing else to match
+        sites = sites or BC.conv_sites(program, func, ops)     # likewise a whole-nest convolution
         if not sites:
             sites = _bang_elementwise_sites(program, func, ops) + R.matmul_sites(program, func, ops)
             sites += BR.row_vector_sites(program, func, ops, skip=[s[0] for s in sites])

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sympy as sp
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import walk
+from xpiler.ir.visit import rewrite, walk
 
 _INT = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
@@ -122,6 +122,7 @@ def mixed_radix(exprs, flat: str, prefix: str):
     variables ``{prefix}0 .. {prefix}m`` (``{prefix}m`` = the top digit). Returns
     (new exprs, [divisor IR per digit 0..m-1]); digits with no ``/`` or ``%`` at all: ([exprs], [])."""
     divs: list = []
+    exprs = _split_product_divisors(exprs, flat)
 
     def note(ds, d):
         for k, x in enumerate(ds + [d]):
@@ -161,6 +162,43 @@ def mixed_radix(exprs, flat: str, prefix: str):
         if any(isinstance(n, N.Var) and n.name == flat for n in walk(e)):
             raise NotAffine(f"'{flat}' is used in a way the digit decomposition does not cover")
     return out, divs
+
+
+def _split_product_divisors(exprs, flat: str):
+    """``q / (P * Q)`` with ``q`` a chain ``flat / d1 / ... / dk`` becomes ``(q / P) / Q`` when
+    another division of the chain at that depth divides by ``P`` alone (or by ``Q``: the factors
+    are swapped).  For ``q >= 0`` and ``P, Q > 0`` both are floor(q / (P Q)); the flat index starts
+    at 0 and the emitters guard every digit extent > 0 (the divisors are those extents)."""
+    def key(x):
+        return _txt(_strip_int_casts(x))
+
+    def prod(x):
+        x = _strip_int_casts(x)
+        return x if isinstance(x, N.BinOp) and x.op == "*" else None
+    known: dict = {}
+    for e in exprs:
+        for n in walk(e):
+            if isinstance(n, N.BinOp) and n.op in ("/", "%") and prod(n.rhs) is None:
+                ds = _depth(n.lhs, flat)
+                if ds is not None:
+                    known.setdefault(len(ds), set()).add(key(n.rhs))
+
+    def fn(n):
+        if isinstance(n, N.BinOp) and n.op == "/" and prod(n.rhs) is not None:
+            ds = _depth(n.lhs, flat)
+            if ds is not None:
+                pq = prod(n.rhs)
+                for P, Q in ((pq.lhs, pq.rhs), (pq.rhs, pq.lhs)):
+                    if key(P) in known.get(len(ds), ()):
+                        return N.BinOp("/", N.BinOp("/", n.lhs, _strip_int_casts(P)), _strip_int_casts(Q))
+        return n
+    out = list(exprs)
+    for _ in range(4):                  # products of up to five factors
+        new = [rewrite(e, fn) for e in out]
+        if all(a == b for a, b in zip(new, out)):
+            break
+        out = new
+    return out
 
 
 def _topdown(node, fn):

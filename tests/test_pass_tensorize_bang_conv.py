@@ -1,0 +1,143 @@
+"""tensorize (BANG convolution): a task-bound nest computing a valid channels-last 2-D convolution
+with a [Cout][KH][KW][Cin] filter becomes NRAM input tiles + the filter in WRAM + __bang_conv;
+nests whose layout, summation order or function differ are left alone."""
+import pytest
+
+from xpiler.frontend import parse_text
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+from xpiler.passes import tensorize
+from xpiler.passes.base import PassError
+from xpiler.passes.patterns import affine_sym as A
+from xpiler.passes.patterns import bang_conv as BC
+
+from test_pass_cache import bind_first_loop, bound, verify
+
+
+def ops_of(prog, entry):
+    return sorted({n.name for n in walk(prog.func(entry)) if isinstance(n, N.Intrinsic)
+                   and n.name.startswith("__bang_")})
+
+
+def test_c_conv2d_nhwc_becomes_bang_conv_and_verifies():
+    src, entry, p = bound("conv2d_nhwc")
+    assert tensorize.applied_ops(p, entry, target="bang") == ["__bang_conv"]
+    r = tensorize.apply(p, entry=entry, target="bang")
+    assert "__bang_conv" in ops_of(r, entry)
+    f = r.func(entry)
+    assert {n.name: n.scope for n in walk(f) if isinstance(n, N.Decl) and n.scope in ("nram", "wram")} == \
+        {"xp_c_in": "nram", "xp_c_out": "nram", "xp_c_filt": "wram"}
+    # the original nest stays as the fallback for shapes that do not fit
+    assert any(isinstance(n, N.If) and n.else_ is not None for n in walk(f))
+    v = verify(r, src)
+    assert v.verified, v.failures[:1]
+
+
+FLAT = """
+void k(const float* input, const float* weight, float* output, int N, int H, int W, int Cin, int Cout,
+       int KH, int KW, int stride) {
+    int Ho = (H - KH) / stride + 1;
+    int Wo = (W - KW) / stride + 1;
+    long total = (long)N * Ho * Wo * Cout;
+    for (long idx = 0; idx < total; idx++) {
+        int co = (int)(idx % Cout);
+        long pix = idx / Cout;
+        int wo = (int)(pix % Wo);
+        int ho = (int)((pix / Wo) % Ho);
+        int n = (int)(pix / ((long)Wo * Ho));
+        const float* patch = input + (((long)n * H + ho * stride) * W + wo * stride) * Cin;
+        const float* w = weight + WOFF;
+        INIT
+        for (int kh = 0; kh < KH; ++kh)
+            for (int kw = 0; kw < KW; ++kw) {
+                const float* px = patch + ((long)kh * W + kw) * Cin;
+                const float* pw = w + PW;
+                for (int ci = 0; ci < Cin; ++ci)
+                    UPDATE
+            }
+        output[OUT] = RESULT;
+    }
+}
+"""
+
+
+def _flat(woff="(long)co * KH * KW * Cin", pw="(kh * KW + kw) * Cin", init="float acc = 0.0f;",
+          update="acc += px[ci] * pw[PWI];", pwi="ci", out="idx", result="acc"):
+    text = FLAT.replace("WOFF", woff).replace("PW", pw).replace("INIT", init).replace(
+        "UPDATE", update.replace("PWI", pwi)).replace("OUT", out).replace("RESULT", result)
+    p = bind_first_loop(parse_text(text, "c", "k.c"), "k")
+    return p, p.func("k")
+
+
+def test_flat_simt_index_with_a_product_divisor_is_a_conv():
+    p, f = _flat()
+    c = BC.analyse(p, f)
+    assert (c["inp"], c["wgt"], c["out"]) == ("input", "weight", "output")
+    assert c["sw"] == "(stride)" and c["a_kw"] == "(Cin)" and c["NB"] == "(N)"
+    # operands in the other order are the same convolution
+    p, f = _flat(update="acc = acc + pw[ci] * px[ci];")
+    assert BC.analyse(p, f)["inp"] == "input"
+    assert tensorize.applied_ops(p, "k", target="bang") == ["__bang_conv"]
+
+
+@pytest.mark.parametrize("kw,why", [
+    # a filter laid out [Cout][Cin][KH][KW]: not the instruction's layout
+    (dict(woff="(long)co * KH * KW * Cin", pw="kh * KW + kw", pwi="ci * KH * KW"), "filter"),
+    # the sum does not start at 0
+    (dict(init="float acc = 1.0f;"), "start at 0"),
+    # not a multiply-accumulate
+    (dict(update="acc += px[ci] * pw[ci] + 1.0f;"), "acc + x * y"),
+    (dict(update="acc = fmaxf(acc, px[ci] * pw[ci]);"), "acc + x * y"),
+    # the result is scaled before the store
+    (dict(result="acc * 2.0f"), "transformed"),
+    # output not dense (one gap element per pixel)
+    (dict(out="(idx / Cout) * (Cout + 1) + idx % Cout"), "dense"),
+])
+def test_refused_nests(kw, why):
+    p, f = _flat(**kw)
+    with pytest.raises(BC.NotConv) as e:
+        BC.analyse(p, f)
+    assert why in e.value.why
+    try:
+        assert "__bang_conv" not in tensorize.applied_ops(p, "k", target="bang")
+    except PassError as err:
+        assert err.code == "XP4002"
+
+
+def test_window_loops_in_another_order_are_refused():
+    # ci outside kh/kw sums in another order than the instruction
+    text = """
+void k(const float* input, const float* weight, float* output, int H, int W, int Cin, int Cout, int KH, int KW) {
+    int Ho = H - KH + 1;
+    int Wo = W - KW + 1;
+    for (int r = 0; r < Ho; r++)
+        for (int wo = 0; wo < Wo; wo++)
+            for (int co = 0; co < Cout; co++) {
+                float acc = 0.0f;
+                for (int ci = 0; ci < Cin; ci++)
+                    for (int kh = 0; kh < KH; kh++)
+                        for (int kw = 0; kw < KW; kw++)
+                            acc += input[((r + kh) * W + wo + kw) * Cin + ci] * weight[((co * KH + kh) * KW + kw) * Cin + ci];
+                output[(r * Wo + wo) * Cout + co] = acc;
+            }
+}
+"""
+    p = bind_first_loop(parse_text(text, "c", "k.c"), "k")
+    with pytest.raises(BC.NotConv):
+        BC.analyse(p, p.func("k"))
+
+
+def test_product_divisor_split_only_against_a_known_divisor():
+    from xpiler.frontend import parse_text as pt
+    def exprs(body):
+        f = pt("void g(int t, int A, int B) { int x = " + body + "; }", "c").func("g")
+        return [f.body.stmts[0].init]
+    # t % A and t / (A * B): the product is split into (t / A) / B
+    new, divs = A.mixed_radix(exprs("t % A + t / A % B * 7 + t / (A * B)"), "t", "d")
+    assert [A._txt(d) for d in divs] == ["A", "B"]
+    # either factor may be the known one
+    new, divs = A.mixed_radix(exprs("t % B + t / (A * B)"), "t", "d")
+    assert [A._txt(d) for d in divs] == ["B", "A"]
+    # no division by A or B alone: the product stays one divisor, and mixing it with C is refused
+    with pytest.raises(A.NotAffine):
+        A.mixed_radix(exprs("t % C + t / (A * B)"), "t", "d")
