@@ -50,6 +50,7 @@ from xpiler.ir.visit import rewrite, substitute, walk
 
 from .base import PassError
 from . import dependence as D
+from . import forward
 from . import privatize
 from . import replicate
 
@@ -71,7 +72,7 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
                  grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
     if mode == "retarget":
         return _retarget(program, plan)
-    prog, launch = _bind(program, plan)
+    prog, launch = _bind(plan.get("program", program), plan)
     if plan["target"] in SIMT:              # large per-thread arrays -> device-global slices
         prog, launch = privatize.hoist_private_arrays(prog, entry, launch)
     return prog, launch
@@ -107,7 +108,18 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     check_portable(program, target)
     if target == "c":
         return _plan_c(program, func, loop)
-    return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
+    try:
+        return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
+    except PassError as first:
+        fwd = forward.forward_temporaries(program, func)     # packed temporaries -> one nest
+        if fwd is None:
+            raise
+        try:
+            plan = _plan_device(fwd, fwd.func(entry), target, loop, block, grid_cap, dims, tasks, func_type, atomics)
+        except PassError:
+            raise first from None
+        plan["program"] = fwd
+        return plan
 
 
 def candidates(program: N.Program, target: str) -> list:

@@ -293,6 +293,11 @@ PURE_CALLS = {"min", "max", "fminf", "fmaxf", "fabsf", "fabs", "abs", "sqrtf", "
               "sinf", "cosf", "fmin", "fmax", "roundf", "truncf", "__expf", "__logf", "exp2f", "log2f"}
 
 
+#: C library functions whose listed pointer arguments are only read (the standard declares them
+#: ``const``): memcpy(dst, src, n) writes dst and only reads src
+LIBC_READ_ARGS = {"memcpy": (1,), "memmove": (1,), "memcmp": (0, 1), "strlen": (0,)}
+
+
 def _flat(idx: tuple):
     """multi-dimensional subscripts of a local array: flatten when dims are known (row-major)."""
     return idx[0] if len(idx) == 1 else None
@@ -356,7 +361,8 @@ def collect(region, func: N.Func, program=None) -> list:
             for k, arg in enumerate(n.args):
                 b, _ = _split_ptr(arg)
                 if b is not None and b in ptrs:
-                    mode = "r" if _reads_only(callees.get(n.func), k) else "rw"
+                    reads = n.func not in callees and k in LIBC_READ_ARGS.get(n.func, ())
+                    mode = "r" if reads or _reads_only(callees.get(n.func), k) else "rw"
                     out.append(Acc(b, None, mode, _stmt_of(region, n), ()))
     _mark(region, out)
     return out
