@@ -79,13 +79,75 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+#: operator families (example folder names) of the issue's idiom requirement
+MATRIX_OPS = {"gemm", "bmm", "conv1d", "conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d"}
+VECTOR_OPS = {"add", "relu", "gelu", "sigmoid", "sign", "softmax", "layernorm", "rmsnorm",
+              "avgpool2d", "maxpool2d", "minpool2d", "sumpool2d"}
+
+
+def op_of(path: str) -> str | None:
+    """The operator of a migration output folder ``<op>[_variant].<ext>__to__<dialect>/``."""
+    for part in Path(path).parts[::-1]:
+        if "__to__" in part:
+            return part.split("__to__")[0].split(".")[0]
+    return None
+
+
+def requirement(row: dict) -> tuple[str, bool] | None:
+    """(what is required, met?) for the issue's idiom rule, or None when no rule applies:
+    gemm/bmm/conv use on-chip memory and the matrix unit (cuda: shared memory; WMMA only for half
+    inputs, which this text check cannot see), and elementwise/norm/pool ops use vector forms on
+    bang and c."""
+    op = op_of(row["file"])
+    base = next((m for m in MATRIX_OPS | VECTOR_OPS if op == m or (op or "").startswith(m + "_")), None)
+    d = row["dialect"]
+    if base in MATRIX_OPS:
+        if d == "cuda":
+            return "shared memory", row["onchip"] > 0
+        if d == "hip":
+            return "LDS + MFMA", row["onchip"] > 0 and row["matrix"] > 0
+        if d == "bang":
+            return "NRAM/WRAM + __bang_matmul/conv", row["onchip"] > 0 and row["matrix"] > 0
+        return "AVX-512 (VNNI for int8)", row["vector"] > 0 or row["matrix"] > 0
+    if base in VECTOR_OPS and d in ("bang", "c"):
+        return "vector forms", row["vector"] > 0
+    return None
+
+
+def requirement_table(rows) -> str:
+    from collections import defaultdict
+    met, total = defaultdict(int), defaultdict(int)
+    for r in rows:
+        req = requirement(r)
+        if req is None:
+            continue
+        fam = "gemm/bmm/conv" if op_of(r["file"]) and any(
+            op_of(r["file"]).startswith(m) for m in MATRIX_OPS) else "elementwise/norm/pool"
+        total[(fam, r["dialect"])] += 1
+        met[(fam, r["dialect"])] += req[1]
+    lines = ["| family | target | rule | meets it / outputs |", "|---|---|---|---|"]
+    rules = {("gemm/bmm/conv", "cuda"): "shared memory", ("gemm/bmm/conv", "hip"): "LDS + MFMA",
+             ("gemm/bmm/conv", "bang"): "NRAM/WRAM + __bang_matmul/conv",
+             ("gemm/bmm/conv", "c"): "AVX-512", ("elementwise/norm/pool", "bang"): "__bang vector ops",
+             ("elementwise/norm/pool", "c"): "AVX-512"}
+    for k in sorted(total):
+        lines.append(f"| {k[0]} | {k[1]} | {rules.get(k, '')} | {met[k]} / {total[k]} |")
+    lines.append(f"| all | | | {sum(met.values())} / {sum(total.values())} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     rows = [check_file(p) for p in collect(a.paths)]
+    for r in rows:
+        req = requirement(r)
+        r["required"], r["meets_requirement"] = (req if req else (None, None))
     print(table(rows))
+    print()
+    print(requirement_table(rows))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0
