@@ -19,8 +19,9 @@ from xpiler.diagnostics import XPError
 PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "contraction", "cache",
           "pipeline", "tensorize", "detensorize")
 #: normalization steps a plan may run like a pass (same protocol), not among the eleven passes:
-#: ``untile`` turns a recovered shared-memory tiled matmul back into the plain contraction
-STEPS = ("untile",)
+#: ``untile`` turns a recovered shared-memory tiled matmul back into the plain contraction,
+#: ``unblock`` does the same for a recovered BANG blocked matmul (NRAM/WRAM slices, task rows)
+STEPS = ("untile", "unblock")
 
 
 class PassError(XPError):

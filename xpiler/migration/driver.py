@@ -407,6 +407,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                     return f"{pname}: {e.code} {e.why}"
             except Exception as e:  # a probe never breaks a migration
                 return f"{pname}: {type(e).__name__}"
+            if pparams.get(REQUIRE):
+                return None  # the required step applies: the later steps are the plan's business
         return None
 
     all_plans = [plan] if pipeline else default_plans(sspec.dialect, to)

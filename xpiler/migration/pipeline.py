@@ -39,6 +39,12 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # a shared-memory tiled matmul is un-tiled after recovery so that the cache / tensorize passes
         # see the plain contraction (B in WRAM, __bang_matmul); a no-op for every other kernel
         return [general[:2] + [("untile", {})] + general[2:]]
+    if src == "bang" and dst in SIMT:
+        # a BANG blocked matmul (NRAM/WRAM k slices, rows split over tasks) is un-blocked back to
+        # the plain contraction (passes/unblock.py), so that cache / tensorize write shared-memory
+        # (LDS) tiles and MFMA / WMMA for it; probed, the general plan when unblock does not apply
+        matrix = general[:2] + [("unblock", {REQUIRE: True})] + general[2:]
+        return [matrix, general]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"})] + _finish("c")]
     return [general]
