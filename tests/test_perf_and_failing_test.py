@@ -46,6 +46,14 @@ def test_emulator_target_is_not_timed(tmp_path, monkeypatch):
     assert "emulator timings are not performance" in r.perf_note
     ev = _events(r.log_path, "perf")
     assert ev[0]["rows"] == [] and "emulator" in ev[0]["note"]
+    # the report shows the diff of every applied step of the plan that produced the output
+    md = r.report_path.with_name("report.md").read_text()
+    applied = [s.pass_name for s in r.steps]
+    assert applied and "## Diff per step" in md
+    for k, name in enumerate(applied, start=1):
+        assert f"### step {k}: {name} (symbolic)" in md
+    assert "+++ after binding" in md and "__global__" in md.split("## Diff per step")[1]
+    assert r.report_path.read_text().count("<details><summary>diff of step") == len(applied)
 
 
 def test_no_perf_skips_timing(tmp_path):

@@ -88,6 +88,25 @@ def _perf_png(perf: dict) -> bytes | None:
     return buf.getvalue()
 
 
+MAX_DIFF_LINES = 400
+
+
+def _step_diffs(result) -> list[tuple[str, list[str]]]:
+    """(title, unified diff lines) for each applied step of the plan that produced the result."""
+    texts = getattr(result, "stage_texts", None) or {}
+    out = []
+    for k, st in enumerate(result.steps, start=1):
+        a, b = texts.get(st.in_hash), texts.get(st.out_hash)
+        if a is None or b is None:
+            continue
+        lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), f"before {st.pass_name}",
+                                          f"after {st.pass_name}", lineterm=""))
+        if len(lines) > MAX_DIFF_LINES:
+            lines = lines[:MAX_DIFF_LINES] + [f"... ({len(lines) - MAX_DIFF_LINES} more lines)"]
+        out.append((f"step {k}: {st.pass_name} ({st.proposer}) {st.in_hash[:10]} → {st.out_hash[:10]}", lines))
+    return out
+
+
 def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
     header, events = read_log(log_path)
     src_text = Path(src).read_text()
@@ -127,6 +146,11 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
             md.append(f"- `{s['name']}` {json.dumps(s['params'])} → {s['dialect']} program {s['out_hash'][:10]}")
         else:
             md.append(f"- `{s['name']}` not applied ({s.get('code')}: {s.get('why')})")
+    step_diffs = _step_diffs(result)
+    if step_diffs:
+        md += ["", "## Diff per step", ""]
+        for title, lines in step_diffs:
+            md += [f"### {title}", "", "```diff"] + lines + ["```", ""]
     if diags:
         md += ["", "## Diagnostics", ""] + [f"- {d['severity']} **{d['code']}**: {d['message']}" for d in diags]
     md += ["", "## Performance", ""]
@@ -171,6 +195,8 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
                       f"<tr><td>{esc(r['instance'])}</td><td>{esc(r['shape'])}</td><td>{esc(r['substrate'])}</td>"
                       f"<td>{r['kernel_ms']:.4g}</td><td>{esc(r['baseline'])}</td><td>{r['baseline_ms']:.4g}</td>"
                       f"<td>{r['speedup_vs_baseline']:.2f}×</td></tr>" for r in perf_rows) + "</table>") if perf_rows else ""
+    step_diffs_html = "".join(f"<details><summary>diff of {esc(t)}</summary><pre>{esc(chr(10).join(ls))}</pre></details>"
+                              for t, ls in step_diffs)
     notes_html = "".join(f"<p><i>{esc(n)}</i></p>" for n in perf_notes)
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>xpiler report: {esc(Path(src).name)}</title>
 <style>body{{font-family:sans-serif;margin:1.5em;max-width:1400px}} pre{{background:#f6f8fa;padding:.6em;overflow:auto;
@@ -183,7 +209,7 @@ td,th{{border:1px solid #ccc;padding:.2em .5em;font-size:13px}} .ok{{color:#2e7d
 xpiler {esc(str(header.get('version')))} ({esc(str(header.get('git')))}).</p>
 <h2>Tests</h2><table><tr><th>stage</th><th>dialect</th><th>substrate</th><th>instances</th><th>seeds</th><th>verified</th>
 <th>max abs err</th><th>max rel err</th></tr>{rows}</table>
-<h2>Pass sequence</h2><ol>{steps_html}</ol>
+<h2>Pass sequence</h2><ol>{steps_html}</ol>{step_diffs_html}
 <h2>Program graph</h2>{img(gpng) or '<p>(matplotlib not installed)</p>'}
 <h2>Performance</h2>{perf_table}{img(ppng) or '<p>No latency measured in this run.</p>'}{notes_html}
 <h2>Diagnostics</h2><ul>{diag_html or '<li>none</li>'}</ul>

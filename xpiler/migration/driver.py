@@ -45,6 +45,7 @@ class MigrationResult:
     diagnostics: list[XPError] = field(default_factory=list)
     elapsed_s: float = 0.0
     failing_test: Path | None = None
+    stage_texts: dict = field(default_factory=dict)   # program hash -> printed program (for per-step diffs)
 
     @property
     def exit_code(self) -> int:
@@ -310,6 +311,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     params = [p.name for p in entry_fn.params]
     stage = Stage(prog, sspec.dialect, sspec.entry, dict(sspec.launch))
     stage.text = _printer(stage.dialect)(prog)
+    stage_texts = {stage.hash: stage.text}
     log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
 
     def test_stage(st: Stage, tag: str) -> tuple[Verdict, Path]:
@@ -380,6 +382,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         return new
 
     def try_candidate(k, pname, pparams, cur: Stage, new: Stage, who: str, text_in_log: bool):
+        stage_texts.setdefault(new.hash, new.text)
         log.event("pass", step=k, name=pname, params=pparams, proposer=who, applied=True, in_hash=cur.hash,
                   out_hash=new.hash, dialect=new.dialect, launch=new.launch,
                   **({"program_text": new.text} if text_in_log else {}))
@@ -501,7 +504,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         k_base += len(plan)
 
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
-                             diagnostics=diags)
+                             diagnostics=diags, stage_texts=stage_texts)
     if verified_stage is not None and verified_stage.dialect == to:
         out = outdir / out_name
         out.write_text(verified_stage.text)
