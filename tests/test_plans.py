@@ -54,3 +54,13 @@ def test_simt_to_bang_untiles_a_shared_memory_tiled_gemm_to_bang_matmul(tmp_path
     assert "__bang_matmul" in r.code and "__wram__" in r.code
     events = [json.loads(x) for x in r.log_path.read_text().splitlines()]
     assert any(e["type"] == "pass" and e["name"] == "untile" and e.get("applied") for e in events)
+
+
+def test_bang_matmul_is_unblocked_for_mfma_and_shared_tiles(tmp_path):
+    assert plans("bang", "hip")[0][2] == ("unblock", {REQUIRE: True})
+    r = migrate(EXAMPLES / "gemm" / "gemm.mlu", to="hip", outdir=tmp_path / "h", perf=False)
+    assert r.verified and "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code and "__shared__" in r.code
+    # float32 on cuda: tensorize refuses WMMA, the plan (probed on unblock) still stages in shared memory
+    r = migrate(EXAMPLES / "bmm" / "bmm.mlu", to="cuda", outdir=tmp_path / "c", perf=False)
+    assert r.verified and "__shared__" in r.code and "wmma" not in r.code
+    assert not [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
