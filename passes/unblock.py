@@ -41,7 +41,7 @@ from xpiler.printers import printer_for
 from .base import PassError
 from .patterns import common as U
 from .unblock_tasks import merge
-from .untile import NotPoly, Refused, Z, _access, _const, _valid, pexpr, poly, psub, pvars
+from .patterns.polyz import NotPoly, Refused, Z, _access, _const, _valid, pexpr, poly, psub, pvars
 
 NAME = "unblock"
 

@@ -22,7 +22,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import substitute, walk
 
 from .patterns import common as U
-from .untile import Refused, _access, _const, _mixed_radix, _valid
+from .patterns.polyz import Refused, _access, _const, _mixed_radix, _valid
 
 
 def _vars(e):

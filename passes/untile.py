@@ -55,160 +55,15 @@ from xpiler.ir.visit import rewrite, substitute, walk
 
 from .base import PassError
 from .patterns import common as U
+from .patterns.polyz import (NotPoly, Refused, Z, _PolyExpr, _access, _const, _mixed_radix, _valid,  # noqa: F401
+                             pexpr, poly, poly_eq, psub, pvars)
 
 NAME = "untile"
-
-
-class Refused(Exception):
-    def __init__(self, why, node=None):
-        super().__init__(why)
-        self.why, self.node = why, node
-
-
-class NotPoly(Exception):
-    pass
-
-
-# ------------------------------------------------------------------------------ integer polynomials
-def poly(e) -> dict:
-    """{monomial (sorted var names): int coefficient} of an integer expression (+, -, *, casts)."""
-    if isinstance(e, _PolyExpr):
-        return dict(e.p)
-    e = U.strip_casts(e)
-    if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return {(): e.value} if e.value else {}
-    if isinstance(e, N.Var):
-        return {(e.name,): 1}
-    if isinstance(e, N.UnOp) and e.op in ("-", "+"):
-        p = poly(e.operand)
-        return {m: -c for m, c in p.items()} if e.op == "-" else p
-    if isinstance(e, N.BinOp) and e.op in ("+", "-", "*"):
-        a, b = poly(e.lhs), poly(e.rhs)
-        if e.op == "*":
-            out = {}
-            for ma, ca in a.items():
-                for mb, cb in b.items():
-                    m = tuple(sorted(ma + mb))
-                    out[m] = out.get(m, 0) + ca * cb
-        else:
-            out = dict(a)
-            for m, c in b.items():
-                out[m] = out.get(m, 0) + (c if e.op == "+" else -c)
-        return {m: c for m, c in out.items() if c}
-    raise NotPoly()
-
-
-def pvars(p) -> set:
-    return {v for m in p for v in m}
-
-
-def psub(p, v, q) -> dict:
-    """p with variable v replaced by polynomial q."""
-    out = {}
-    for m, c in p.items():
-        k = m.count(v)
-        rest = tuple(x for x in m if x != v)
-        term = {rest: c}
-        for _ in range(k):
-            nt = {}
-            for mt, ct in term.items():
-                for mq, cq in q.items():
-                    mm = tuple(sorted(mt + mq))
-                    nt[mm] = nt.get(mm, 0) + ct * cq
-            term = nt
-        for mt, ct in term.items():
-            out[mt] = out.get(mt, 0) + ct
-    return {m: c for m, c in out.items() if c}
-
-
-def pexpr(p, rank: dict) -> N.Expr:
-    """Back to IR: loop variables (``rank``) first, terms ordered by their leading loop."""
-    def key(m):
-        return min((rank.get(v, 99) for v in m), default=100), m
-    terms = []
-    for m in sorted(p, key=key):
-        c = p[m]
-        vs = sorted(m, key=lambda v: (rank.get(v, 99), v))
-        e = None
-        for v in vs:
-            e = N.Var(v) if e is None else N.BinOp("*", e, N.Var(v))
-        if e is None:
-            e = U.C(abs(c))
-        elif abs(c) != 1:
-            e = N.BinOp("*", e, U.C(abs(c)))
-        terms.append((c < 0, e))
-    if not terms:
-        return U.C(0)
-    neg, out = terms[0]
-    out = N.UnOp("-", out) if neg else out
-    for neg, e in terms[1:]:
-        out = N.BinOp("-" if neg else "+", out, e)
-    return out
-
-
-# ------------------------------------------------------------------------------ Z3
-class Z:
-    def __init__(self):
-        self.vars = {}
-
-    def v(self, name):
-        if name not in self.vars:
-            self.vars[name] = z3.Int(name)
-        return self.vars[name]
-
-    def int(self, e):
-        if isinstance(e, _PolyExpr):
-            e = pexpr(e.p, {})
-        e = U.strip_casts(e)
-        if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return z3.IntVal(e.value)
-        if isinstance(e, N.Var):
-            return self.v(e.name)
-        if isinstance(e, N.UnOp) and e.op in ("-", "+"):
-            x = self.int(e.operand)
-            return -x if e.op == "-" else x
-        if isinstance(e, N.BinOp) and e.op in ("+", "-", "*", "/", "%"):
-            a, b = self.int(e.lhs), self.int(e.rhs)
-            if e.op == "+":
-                return a + b
-            if e.op == "-":
-                return a - b
-            if e.op == "*":
-                return a * b
-            # C semantics: truncation toward zero
-            q = z3.If(a >= 0, z3.If(b > 0, a / b, -(a / -b)), z3.If(b > 0, -((-a) / b), (-a) / -b))
-            return q if e.op == "/" else a - b * q
-        raise Refused("an index or bound is not integer arithmetic the prover reads", e)
-
-    def bool(self, e):
-        e = U.strip_casts(e)
-        if isinstance(e, N.BinOp) and e.op in ("&&", "||"):
-            a, b = self.bool(e.lhs), self.bool(e.rhs)
-            return z3.And(a, b) if e.op == "&&" else z3.Or(a, b)
-        if isinstance(e, N.UnOp) and e.op == "!":
-            return z3.Not(self.bool(e.operand))
-        if isinstance(e, N.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!="):
-            a, b = self.int(e.lhs), self.int(e.rhs)
-            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[e.op]
-        raise Refused("a condition is not a comparison the prover reads", e)
-
-
-def _valid(hyps, goal) -> bool:
-    s = z3.Solver()
-    s.set("timeout", 5000)
-    s.add(*hyps)
-    s.add(z3.Not(goal))
-    return s.check() == z3.unsat
 
 
 # ------------------------------------------------------------------------------ structure
 def _strip(stmts):
     return [s for s in stmts if not isinstance(s, (N.Comment, N.Pragma))]
-
-
-def _const(e):
-    e = U.strip_casts(e)
-    return e.value if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) else None
 
 
 def _unit(loop):
@@ -226,15 +81,6 @@ def _nest(s):
             continue
         return loops, U.inline_lets(body)
     raise Refused("not a nest of constant-extent loops", s)
-
-
-def _access(e):
-    """(base name, [subscripts]) of a[i][j]..., else None."""
-    idx = []
-    while isinstance(e, N.Index):
-        idx.append(e.index)
-        e = e.base
-    return (e.name, idx[::-1]) if isinstance(e, N.Var) else None
 
 
 def _zero(e):
@@ -685,21 +531,6 @@ class _Untile:
         return out
 
 
-class _PolyExpr(N.Var):
-    """A subscript held as a polynomial until it is printed back (see :func:`_pretty`)."""
-
-    def __init__(self, p):
-        object.__setattr__(self, "name", "__poly__")
-        object.__setattr__(self, "loc", None)
-        object.__setattr__(self, "p", p)
-
-    def __eq__(self, other):
-        return isinstance(other, _PolyExpr) and self.p == other.p
-
-    def __hash__(self):
-        return hash(tuple(sorted(self.p.items())))
-
-
 def _pretty(e, rank):
     return rewrite(e, lambda n: n.with_(index=pexpr(n.index.p, rank))
                    if isinstance(n, N.Index) and isinstance(n.index, _PolyExpr) else n)
@@ -713,45 +544,6 @@ def _names(e) -> set:
         elif isinstance(n, N.Var):
             out.add(n.name)
     return out
-
-
-def poly_eq(a, b) -> bool:
-    try:
-        return poly(a) == poly(b)
-    except NotPoly:
-        return a == b
-
-
-def _mixed_radix(idx, outs) -> bool:
-    """idx = v1 * s1 + v2 * s2 + ... + rest with 0 <= v_n < X_n, s_1 = 1 and s_(n+1) = s_n * X_n
-    (a row-major position): distinct output points have distinct positions."""
-    try:
-        p = poly(idx)
-        ext = {v: poly(hi) for v, lo, hi in outs if _const(lo) == 0}
-    except NotPoly:
-        return False
-    if len(ext) != len(outs):
-        return False
-    coef = {}
-    for m, c in p.items():
-        vs = [v for v in m if v in ext]
-        if len(vs) > 1:
-            return False
-        if vs:
-            rest = list(m)
-            rest.remove(vs[0])
-            coef.setdefault(vs[0], {})[tuple(rest)] = c
-    if set(coef) != set(ext):
-        return False
-    stride, todo = {(): 1}, dict(coef)
-    while todo:
-        v = next((v for v, c in todo.items() if c == stride), None)
-        if v is None:
-            return False
-        del todo[v]
-        stride = psub({("xpu_s", "xpu_x"): 1}, "xpu_s", stride)
-        stride = psub(stride, "xpu_x", ext[v])
-    return True
 
 
 def _is_continue(s):
