@@ -73,7 +73,7 @@ def test_flat_simt_index_with_a_product_divisor_is_a_conv():
     p, f = _flat()
     c = BC.analyse(p, f)
     assert (c["inp"], c["wgt"], c["out"]) == ("input", "weight", "output")
-    assert c["sw"] == "(stride)" and c["a_kw"] == "(Cin)" and c["NB"] == "(N)"
+    assert c["sw"] == "(stride)" and c["a_kw"] == "(Cin)" and c["pos"][-1] == "(N)"
     # operands in the other order are the same convolution
     p, f = _flat(update="acc = acc + pw[ci] * px[ci];")
     assert BC.analyse(p, f)["inp"] == "input"
@@ -141,3 +141,54 @@ def test_product_divisor_split_only_against_a_known_divisor():
     # no division by A or B alone: the product stays one divisor, and mixing it with C is refused
     with pytest.raises(A.NotAffine):
         A.mixed_radix(exprs("t % C + t / (A * B)"), "t", "d")
+
+
+def test_depthwise_planes_reload_their_filter_per_row_and_verify():
+    src, entry, p = bound("depthwise_conv2d")
+    assert tensorize.applied_ops(p, entry, target="bang") == ["__bang_conv"]
+    r = tensorize.apply(p, entry=entry, target="bang")
+    f = r.func(entry)
+    row = next(n for n in walk(f) if isinstance(n, N.For) and n.var == "xp_c_row")
+    # the plane's KH x KW filter goes to WRAM inside the row loop (it depends on the channel)
+    assert any(isinstance(n, N.Intrinsic) and n.name == "__memcpy" and n.args[3].name == "GDRAM2WRAM"
+               for n in walk(row.body))
+    v = verify(r, src)
+    assert v.verified, v.failures[:1]
+
+
+DW = """
+void k(const float* input, const float* weight, float* output, int N, int C, int H, int W, int KH, int KW) {
+    int Ho = H - KH + 1;
+    int Wo = W - KW + 1;
+    for (int plane = 0; plane < N * C; ++plane) {
+        int c = plane % C;
+        for (int ho = 0; ho < Ho; ++ho)
+            for (int wo = 0; wo < Wo; ++wo) {
+                float acc = 0.0f;
+                for (int kh = 0; kh < KH; ++kh)
+                    for (int kw = 0; kw < KW; ++kw)
+                        acc += input[(long)plane * H * W + (ho + kh) * W + wo + kw] * weight[FILT];
+                output[OUT] = acc;
+            }
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("filt,out,why", [
+    ("c * KH * KW + kh * KW + kw", "((long)plane * Ho + ho) * Wo + wo", None),
+    # a filter that moves with the output pixel is not one filter per row
+    ("c * KH * KW + kh * KW + kw + wo", "((long)plane * Ho + ho) * Wo + wo", "no operand"),
+    # the window read transposed ([KW][KH] filter)
+    ("c * KH * KW + kw * KH + kh", "((long)plane * Ho + ho) * Wo + wo", "no operand"),
+    # output rows with a gap (not dense)
+    ("c * KH * KW + kh * KW + kw", "((long)plane * Ho + ho) * (Wo + 1) + wo", "no operand"),
+])
+def test_depthwise_forms(filt, out, why):
+    p = bind_first_loop(parse_text(DW.replace("FILT", filt).replace("OUT", out), "c", "k.c"), "k")
+    if why is None:
+        assert BC.analyse(p, p.func("k"))["per_row"]
+        return
+    with pytest.raises(BC.NotConv) as e:
+        BC.analyse(p, p.func("k"))
+    assert why in e.value.why

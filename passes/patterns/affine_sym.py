@@ -84,6 +84,9 @@ def quotient(a, b):
     """a / b when it is a polynomial (exact division of polynomials), else None."""
     if b == 0:
         return None
+    if not (sp.sympify(a).free_symbols | sp.sympify(b).free_symbols):     # numbers: sympy's div needs a symbol
+        q = sp.sympify(a) / sp.sympify(b)
+        return q if q.is_integer else None
     q, r = sp.div(sp.expand(a), sp.expand(b), *sorted((a.free_symbols | b.free_symbols), key=str))
     return sp.expand(q) if sp.expand(r) == 0 else None
 

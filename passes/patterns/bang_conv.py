@@ -8,24 +8,29 @@ straight-line definitions and perfectly nested unit loops down to::
     for (kh < KH) for (kw < KW) { ...lets...; for (ci < CI) { ...lets...; acc += in[L] * w[F]; } }
     out[S] = acc;
 
+(the ``ci`` loop may be absent: one channel, CI = 1 — depthwise planes).
+
 Flat SIMT indices split by ``/`` and ``%`` are replaced by mixed-radix digits.  ``S``, ``L`` and
 ``F`` must be affine in the loop indices (``b_*`` output, ``a_*`` input, ``f_*`` filter
 coefficients):
 
-* output ``[n][oh][ow][co]`` dense: ``b_co = 1``, ``b_ow = ext(co)``, ``b_oh = ext(ow) ext(co)``,
-  ``b_n = ext(oh) b_oh`` (optional), no window term — every element written once;
+* output dense ``[rows...][ow][co]``: ``co`` (optional, else Cout = 1) has ``b_co = 1`` and no
+  input term, ``b_ow = Cout``, and the remaining loops / digits ("rows": batch, oh, a depthwise
+  channel, ...) have strides ``Wo*Cout``, then times each one's extent in turn — every element is
+  written once, and a run of pixels of one row is one contiguous ``[run][Cout]`` block;
 * input: ``a_ci = 1`` (channels contiguous), ``a_co = 0``, ``a_ow = sw * a_kw`` (the window of
-  the next pixel starts ``sw`` pixels on); ``a_n, a_oh, a_kh, a_kw`` and the constant are free
-  (the copies use them as they are);
-* filter: ``f_ci = 1``, ``f_kw = CI``, ``f_kh = KW * CI``, ``f_co = KH * KW * CI`` and no term in
-  ``n, oh, ow`` — exactly the ``[Cout][KH][KW][Cin]`` layout ``__bang_conv`` reads; its constant
-  term is the filter's base;
+  the next pixel starts ``sw`` pixels on); the row terms, ``a_kh``, ``a_kw`` and the constant are
+  free (the copies use them as they are);
+* filter: ``f_ci = 1``, ``f_kw = CI``, ``f_kh = KW * CI``, ``f_co = KH * KW * CI``, no ``ow``
+  term — exactly the ``[Cout][KH][KW][Cin]`` layout ``__bang_conv`` reads.  Row terms are allowed
+  (depthwise: one filter per channel plane); the filter is then copied per row, else once;
 * the update is probed (:mod:`scalar_eval`) to be ``acc + x * y``; ``acc`` starts at 0 and is
   stored unchanged.  The instruction sums in the same order (kh, kw, ci, from 0).
 
-Emitted (float32 only): the filter is copied once per task into WRAM; per output row ``(n, oh)``
-(rows dealt over tasks) and run of at most ``run`` pixels, the KH input rows go into an NRAM tile
-``[KH][cols][CI]`` (one strided ``__memcpy`` each), one ``__bang_conv`` with ``H = KH`` writes
+Emitted (float32 only): the filter is copied into WRAM once per task (or per row when it moves
+with the rows); per output row (its digits decoded from one flat row index dealt over tasks)
+and run of at most ``run`` pixels, the KH input rows go into an NRAM tile ``[KH][cols][CI]``
+(one strided ``__memcpy`` each), one ``__bang_conv`` with ``H = KH`` writes
 ``[run][Cout]`` which is copied back in one piece (dense output).  Guarded by all extents > 0,
 the filter fitting WRAM and one window / one output pixel fitting NRAM; otherwise the original
 loop runs.
@@ -89,20 +94,24 @@ def analyse(program: N.Program, func: N.Func) -> dict:
         raise NotConv("the innermost output loop is not 'acc = 0; for kh { for kw { for ci } }; out[..] = acc'", cur)
     khl, store = rest
     khb = _strip(khl.body.stmts)
-    if len(khb) != 1 or not _unit(khb[0]):
-        raise NotConv("the kh loop does not hold exactly one unit kw loop", khl)
-    kwl = khb[0]
+    if not khb or not _unit(khb[-1]):
+        raise NotConv("the kh loop does not end with a unit kw loop", khl)
+    kwl, pre = khb[-1], khb[:-1]
     kwb = _strip(kwl.body.stmts)
-    if not kwb or not _unit(kwb[-1]):
-        raise NotConv("the kw loop does not end with a unit channel loop", kwl)
-    cil = kwb[-1]
-    upd = _strip(cil.body.stmts)
+    if not kwb:
+        raise NotConv("the kw loop is empty", kwl)
+    if _unit(kwb[-1]):
+        cil = kwb[-1]
+        upd = _strip(cil.body.stmts)
+        kwb = kwb[:-1]
+    else:                       # no channel loop: one input channel per window pixel (depthwise)
+        cil, upd, kwb = None, kwb, []
     last = upd[-1] if upd else None
     if not (isinstance(last, N.Assign) and isinstance(last.target, N.Var) and last.target.name in env):
-        raise NotConv("the channel loop does not end with an update of a scalar accumulator", cil)
+        raise NotConv("the window loops do not end with an update of a scalar accumulator", kwl)
     acc = last.target.name
     env2 = dict(env)
-    for s in kwb[:-1] + upd[:-1]:
+    for s in pre + kwb + upd[:-1]:
         if not _let(s, env2, ptrs, protected=(acc,)):
             raise NotConv("the window loops hold more than definitions and one accumulator update", s)
     ph = N.Var(PFX + "ACC")
@@ -133,8 +142,9 @@ def analyse(program: N.Program, func: N.Func) -> dict:
     if not _pure(f) or not _is_fma(f, ph, loads):
         raise NotConv("the accumulator update is not acc + x * y", last)
     # ---- indices as polynomials
-    ivars = [v for v, _ in dims] + [khl.var, kwl.var, cil.var]
-    his = [_resolve(l.hi, env) for l in (khl, kwl, cil)]
+    red = [khl, kwl] + ([cil] if cil is not None else [])
+    ivars = [v for v, _ in dims] + [l.var for l in red]
+    his = [_resolve(l.hi, env) for l in red] + ([] if cil is not None else [N.Const(1, "int32", "1")])
     exprs = [tgt.index, loads[0].index, loads[1].index] + [hi for _, hi in dims] + his
     nd = len(dims)
     for e in exprs[3:]:
@@ -160,54 +170,89 @@ def analyse(program: N.Program, func: N.Func) -> dict:
     try:
         S, L0, L1 = (sp_.to_poly(new[j]) for j in range(3))
         KH, KW, CI = (sp_.to_poly(x) for x in new[3 + nd:6 + nd])
-        kh, kw, ci = sp_.sym(khl.var), sp_.sym(kwl.var), sp_.sym(cil.var)
+        kh, kw = sp_.sym(khl.var), sp_.sym(kwl.var)
+        ci = sp_.sym(cil.var) if cil is not None else None
         gens = [d for d, _ in dim_ext]
-        allv = gens + [kh, kw, ci]
+        allv = gens + [kh, kw] + ([ci] if ci is not None else [])
         b, b0 = A.coeffs(S, allv)
         cands = [(loads[0].base.name, A.coeffs(L0, allv), loads[1].base.name, A.coeffs(L1, allv)),
                  (loads[1].base.name, A.coeffs(L1, allv), loads[0].base.name, A.coeffs(L0, allv))]
     except A.NotAffine as e:
         raise NotConv(e.why, store)
-    if any(b[v] != 0 for v in (kh, kw, ci)):
+    if any(b[v] != 0 for v in (kh, kw) + ((ci,) if ci is not None else ())):
         raise NotConv("the output index depends on the window loops", store)
     ext = dict(dim_ext)
-    roles, left = {}, list(gens)
-
-    def take(role, want_b):
-        hit = [x for x in left if A.equal(b[x], want_b)]
-        if len(hit) != 1:
-            return None
-        left.remove(hit[0])
-        roles[role] = hit[0]
-        return hit[0]
-    co = take("co", sp.Integer(1))
-    ow = take("ow", ext[co]) if co is not None else None
-    oh = take("oh", ext[ow] * ext[co]) if ow is not None else None
-    if oh is None:
-        raise NotConv("the output is not a dense [..][oh][ow][co] array over the nest's loops", store)
-    n = take("n", ext[oh] * ext[ow] * ext[co])
-    if left:
-        raise NotConv(f"loop '{left[0]}' has no role in a [n][oh][ow][co] convolution", store)
+    one = sp.Integer(1)
     for inp, (a, a0), wgt, (fc, f0) in cands:
-        if not (A.equal(a[ci], 1) and a[co] == 0 and a[kw] != 0):
-            continue
-        if not (A.equal(fc[ci], 1) and A.equal(fc[kw], CI) and A.equal(fc[kh], KW * CI)
-                and A.equal(fc[co], KH * KW * CI) and all(fc[x] == 0 for x in (ow, oh) + ((n,) if n else ()))):
-            continue
-        sw = A.quotient(a[ow], a[kw])
-        if sw is None:
-            raise NotConv("the window step between output pixels is not a multiple of the kw stride", store)
-        break
+        fail = _roles(gens, ext, b, a, fc, kh, kw, ci, KH, KW, CI)
+        if not isinstance(fail, str):
+            break
     else:
-        raise NotConv("no operand is a channels-last input with a [Cout][KH][KW][Cin] filter", store)
+        raise NotConv("no operand is a channels-last input with a [Cout][KH][KW][Cin] filter over a dense "
+                      "[..][oh][ow][co] output", store)
+    co, ow, rows, sw = fail[1:]
+    Co = ext[co] if co is not None else one
     tx = lambda e: A.c_text(e, sp_)
-    terms = [(a0, None)] + ([(a[n], "n")] if n is not None else []) + [(a[oh], "oh"), (a[ow], "ow0"), (a[kh], "kh")]
-    in_base = " + ".join(tx(c) + (f" * {PFX}{v}" if v else "") for c, v in terms if c != 0) or "0"
-    out_base = (f"{tx(b0)} + " if b0 != 0 else "") + f"({PFX}row * {PFX}Wo + {PFX}ow0) * {PFX}Co"
+    digit = {g: f"{PFX}r{j}" for j, g in enumerate(rows)}
+    def lin(const, coef, extra):
+        terms = [(const, None)] + [(coef[g], digit[g]) for g in rows] + extra
+        return " + ".join(tx(c) + (f" * {v}" if v else "") for c, v in terms if c != 0) or "0"
+    in_base = lin(a0, a, [(a[ow], PFX + "ow0"), (a[kh], PFX + "kh")])
+    out_base = lin(b0, b, [(b[ow], PFX + "ow0")])
+    filt_base = lin(f0, fc, [])
+    per_row = any(fc[g] != 0 for g in rows)
+    # digits of the flat row index, innermost (smallest output stride) first
+    split = []
+    for j, g in enumerate(rows):
+        q = PFX + "row" if j == 0 else f"{PFX}q{j}"
+        if j + 1 < len(rows):
+            split.append(f"int {digit[g]} = {q} % {tx(ext[g])};")
+            split.append(f"int {PFX}q{j + 1} = {q} / {tx(ext[g])};")
+        else:
+            split.append(f"int {digit[g]} = {q};")
+    nrows = " * ".join(tx(ext[g]) for g in rows) or "1"
     return {"root": root, "inp": inp, "wgt": wgt, "out": tgt.base.name,
-            "Co": tx(ext[co]), "Wo": tx(ext[ow]), "Ho": tx(ext[oh]), "NB": tx(ext[n]) if n is not None else "1",
+            "Co": tx(Co), "Wo": tx(ext[ow]), "ROWS": nrows, "split": "\n".join(split),
+            "pos": [tx(ext[g]) for g in rows],
             "KH": tx(KH), "KW": tx(KW), "CI": tx(CI), "sw": tx(sw), "a_kw": tx(a[kw]),
-            "f0": tx(f0) if f0 != 0 else "0", "in_base": in_base, "out_base": out_base}
+            "filt_base": filt_base, "per_row": per_row, "in_base": in_base, "out_base": out_base}
+
+
+def _roles(gens, ext, b, a, fc, kh, kw, ci, KH, KW, CI):
+    """(None, co, ow, rows, sw) when the coefficients are a dense [rows..][ow][co] output, an input
+    with unit channel stride and pixel step sw * a_kw, and a [Cout][KH][KW][Cin] filter whose base
+    may move with the rows (one filter per row: depthwise); else a reason string."""
+    left = list(gens)
+    if ci is not None and not (A.equal(a[ci], 1) and A.equal(fc[ci], 1)):
+        return "channel stride"
+    if not (A.equal(fc[kw], CI) and A.equal(fc[kh], KW * CI)) or a[kw] == 0:
+        return "window strides"
+    cos = [g for g in left if A.equal(b[g], 1) and a[g] == 0]
+    co = cos[0] if len(cos) == 1 else None
+    if len(cos) > 1:
+        return "two channel loops"
+    if co is not None:
+        left.remove(co)
+        if not A.equal(fc[co], KH * KW * CI):
+            return "filter stride"
+    Co = ext[co] if co is not None else sp.Integer(1)
+    ows = [g for g in left if A.equal(b[g], Co) and fc[g] == 0 and A.quotient(a[g], a[kw]) is not None]
+    if len(ows) != 1:
+        return "pixel loop"
+    ow = ows[0]
+    left.remove(ow)
+    # dense: the rows' output strides are Wo*Co, then times each extent in turn
+    rows, stride = [], ext[ow] * Co
+    while left:
+        hit = [g for g in left if A.equal(b[g], stride)]
+        if len(hit) != 1:
+            return "dense"
+        rows.append(hit[0])
+        left.remove(hit[0])
+        stride = stride * ext[hit[0]]
+    if co is None and fc[ow] != 0:
+        return "filter per pixel"
+    return (None, co, ow, rows, A.quotient(a[ow], a[kw]))
 
 
 def _is_fma(f, ph, loads) -> bool:
@@ -228,25 +273,27 @@ def emit(c: dict, func: N.Func) -> list:
     from xpiler.frontend import parse_text
     tile, outn, filt = TILE_BYTES // 4, OUT_BYTES // 4, FILT_BYTES // 4
     p = PFX
+    load_f = (f"__memcpy({p}filt, {c['wgt']} + {c['filt_base']}, "
+              f"{p}Co * {p}KH * {p}KW * {p}CI * sizeof(float), GDRAM2WRAM);")
+    pos = " && ".join(f"({e}) > 0" for e in c["pos"]) or "1"
+    split = c["split"].replace("\n", "\n        ")
     fast = f"""
 int {p}Co = {c['Co']};
 int {p}Wo = {c['Wo']};
-int {p}Ho = {c['Ho']};
-int {p}NB = {c['NB']};
 int {p}KH = {c['KH']};
 int {p}KW = {c['KW']};
 int {p}CI = {c['CI']};
 int {p}sw = {c['sw']};
-if ({p}Co > 0 && {p}Wo > 0 && {p}Ho > 0 && {p}NB > 0 && {p}KH > 0 && {p}KW > 0 && {p}CI > 0 && {p}sw > 0
+if ({p}Co > 0 && {p}Wo > 0 && {pos} && {p}KH > 0 && {p}KW > 0 && {p}CI > 0 && {p}sw > 0
     && {c['a_kw']} > 0 && {p}Co <= {outn} && {p}KH * {p}KW <= {tile} / {p}CI
     && {p}Co <= {filt} / ({p}KH * {p}KW * {p}CI)) {{
     int {p}run = ({tile} / ({p}KH * {p}CI) - {p}KW) / {p}sw + 1;
     if ({p}run > {outn} / {p}Co) {p}run = {outn} / {p}Co;
     if ({p}run > {p}Wo) {p}run = {p}Wo;
-    __memcpy({p}filt, {c['wgt']} + {c['f0']}, {p}Co * {p}KH * {p}KW * {p}CI * sizeof(float), GDRAM2WRAM);
-    for (int {p}row = taskId; {p}row < {p}NB * {p}Ho; {p}row += taskDim) {{
-        int {p}n = {p}row / {p}Ho;
-        int {p}oh = {p}row % {p}Ho;
+    {'' if c['per_row'] else load_f}
+    for (int {p}row = taskId; {p}row < {c['ROWS']}; {p}row += taskDim) {{
+        {split}
+        {load_f if c['per_row'] else ''}
         for (int {p}ow0 = 0; {p}ow0 < {p}Wo; {p}ow0 += {p}run) {{
             int {p}outs = {p}Wo - {p}ow0 < {p}run ? {p}Wo - {p}ow0 : {p}run;
             int {p}cols = ({p}outs - 1) * {p}sw + {p}KW;
