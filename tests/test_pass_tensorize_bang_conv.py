@@ -192,3 +192,34 @@ def test_depthwise_forms(filt, out, why):
     with pytest.raises(BC.NotConv) as e:
         BC.analyse(p, p.func("k"))
     assert why in e.value.why
+
+
+def test_flattened_window_row_is_a_one_channel_conv():
+    # conv2d_nhwc.hip's spelling: kw and ci fused into one loop over KW*Cin contiguous elements
+    text = """
+void k(const float* input, const float* weight, float* output, int N, int H, int W, int Cin, int Cout,
+       int KH, int KW, int stride) {
+    int Ho = (H - KH) / stride + 1;
+    int Wo = (W - KW) / stride + 1;
+    for (int pix = 0; pix < N * Ho * Wo; ++pix) {
+        int wo = pix % Wo;
+        int ho = pix / Wo % Ho;
+        int n = pix / (Wo * Ho);
+        for (int co = 0; co < Cout; ++co) {
+            float sum = 0.0f;
+            for (int kh = 0; kh < KH; ++kh) {
+                const float* xrow = input + (((long)n * H + ho * stride + kh) * W + wo * stride) * Cin;
+                const float* wrow = weight + ((long)co * KH + kh) * KW * Cin;
+                for (int j = 0; j < KW * Cin; ++j)
+                    sum += xrow[j] * wrow[j];
+            }
+            output[(long)pix * Cout + co] = sum;
+        }
+    }
+}
+"""
+    p = bind_first_loop(parse_text(text, "c", "k.c"), "k")
+    c = BC.analyse(p, p.func("k"))
+    assert c["CI"] == "(1)" and c["a_kw"] == "(1)" and not c["per_row"]
+    assert c["KW"].replace(" ", "") in ("(Cin*KW)", "(KW*Cin)") and c["sw"].replace(" ", "") in (
+        "(Cin*stride)", "(stride*Cin)")
