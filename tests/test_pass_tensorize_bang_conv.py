@@ -223,3 +223,21 @@ void k(const float* input, const float* weight, float* output, int N, int H, int
     assert c["CI"] == "(1)" and c["a_kw"] == "(1)" and not c["per_row"]
     assert c["KW"].replace(" ", "") in ("(Cin*KW)", "(KW*Cin)") and c["sw"].replace(" ", "") in (
         "(Cin*stride)", "(stride*Cin)")
+
+
+def test_conv1d_channels_become_the_window_rows_and_verify():
+    # [N][Cin][L] data, [Cout][Cin][KW] filter, summed ci then k: per (n, co) row one 1-channel
+    # image [Cin][L] with a window of all Cin rows, the row's filter reloaded per row
+    src, entry, p = bound("conv1d")
+    c = BC.analyse(p, p.func(entry))
+    assert c["KH"] == "(Cin)" and c["CI"] == "(1)" and c["Co"] == "(1)" and c["per_row"]
+    r = tensorize.apply(p, entry=entry, target="bang")
+    v = verify(r, src)
+    assert v.verified, v.failures[:1]
+
+
+def test_conv2d_nchw_is_left_alone():
+    # ci outside kh, kw with a unit-stride kw: not the instruction's summation order
+    src, entry, p = bound("conv2d_nchw")
+    with pytest.raises(BC.NotConv):
+        BC.analyse(p, p.func(entry))
