@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -86,6 +87,38 @@ def time_torch(fn, repeats=20):
     return float(np.median(ts))
 
 
+def _perf_spec(cu: Path):
+    """(base op, spec with a single 'perf' instance) for an output file, or (None, None)."""
+    from xpiler.spec import load_spec
+    op = cu.parent.name.split("__")[0].split(".")[0]
+    base_op = next((k for k in PERF if op == k or op.startswith(k + "_")), None)
+    if base_op is None:
+        return None, None
+    spec = load_spec(cu.with_name(cu.name + ".toml"))
+    sizes = dict(spec.sizes)
+    sizes.update({k: v for k, v in PERF[base_op].items() if k in sizes})
+    spec.shapes = [{"name": "perf", **sizes}]
+    return base_op, spec
+
+
+def _prebuild(files, dialect: str, work: Path, jobs: int) -> None:
+    """Fill the build cache with every timed executable, ``jobs`` nvcc at a time (timing stays
+    sequential: one kernel on the GPU at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from xpiler.platforms import get_platform
+
+    def one(cu):
+        try:
+            base_op, spec = _perf_spec(cu)
+            if spec is not None:
+                get_platform(dialect).build(cu, spec, work / f"pre-{cu.parent.name}", sanitize=False, gpu=True,
+                                            timing=True)
+        except Exception:
+            pass                                   # reported by the timed loop
+    with ThreadPoolExecutor(max(1, jobs)) as ex:
+        list(ex.map(one, files))
+
+
 def main() -> int:
     from xpiler.platforms import get_platform
     from xpiler.platforms.harness import read_outputs, write_job
@@ -96,11 +129,15 @@ def main() -> int:
     ap.add_argument("dir")
     ap.add_argument("--out", default=".")
     ap.add_argument("--to", choices=["cuda", "hip"], default="cuda")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="parallel nvcc builds before the (sequential) timed runs")
     a = ap.parse_args()
     rows, details = [], []
     work = Path(tempfile.mkdtemp(prefix="xpperf"))
     ext = ".cu" if a.to == "cuda" else ".hip"
-    for cu in sorted(Path(a.dir).glob(f"*__to__{a.to}/*{ext}")):
+    files = sorted(Path(a.dir).glob(f"*__to__{a.to}/*{ext}"))
+    _prebuild(files, a.to, work, a.jobs)
+    for cu in files:
         op = cu.parent.name.split("__")[0].split(".")[0]
         base_op = next((k for k in PERF if op == k or op.startswith(k + "_")), None)
         src_name = cu.parent.name.split("__to__")[0]

@@ -5,6 +5,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 import subprocess
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def compile_cached(key: str, files: dict[str, str], argv: list[str], code: str, 
     exe = out_dir / "run"
     if exe.is_file():
         return exe
-    tmp = out_dir.with_name(key + f".tmp{os.getpid()}")
+    tmp = out_dir.with_name(key + f".tmp{os.getpid()}-{threading.get_ident()}")
     tmp.mkdir(parents=True, exist_ok=True)
     for name, body in files.items():
         (tmp / name).write_text(body)
