@@ -77,7 +77,10 @@ class Kernel:
         jobdir = Path(tempfile.mkdtemp(prefix="call-", dir=self._work))
         try:
             write_job(jobdir, inst, arrays)
-            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout, mem_mb=self.mem_mb,
+            # a CUDA context reserves far more address space than any RLIMIT_AS would allow; the GPU
+            # bounds device memory itself
+            mem = None if self.substrate.startswith("hw:nvidia") else self.mem_mb
+            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout, mem_mb=mem,
                              sanitized=self.sanitize)
             if not oc.ok:
                 f = _failure_from_outcome(oc, inst, -1, self.timeout, self.mem_mb)
