@@ -243,6 +243,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         try:
             runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
             verdict.substrate = runner.substrate
+            verdict.sanitized = runner.sanitize      # no AddressSanitizer on a GPU build
             src_runner = None
             if against:
                 src_spec = against[1] if isinstance(against[1], Spec) else load_spec(against[1])
