@@ -13,5 +13,9 @@ python3 -m pip install -q --no-deps "$WHEELS"/pycparser*.whl "$WHEELS"/networkx*
     "$WHEELS"/rank_bm25*.whl 2>&1 | tail -2
 nvidia-smi -L
 python3 -m pytest -q -p no:cacheprovider tests/test_api.py 2>&1 | tail -5 | tee "$OUT/pytest_api.txt"
-python3 benchmarks/gpu_perf.py "$KEPT" --out "$OUT" --to cuda 2>&1 | tee "$OUT/gpu_perf_cuda.txt" | tail -80
-python3 benchmarks/gpu_perf.py "$KEPT" --out "$OUT" --to hip 2>&1 | tee "$OUT/gpu_perf_hip.txt" | tail -60
+PYTHONPATH=. python3 examples/api_demo.py 2>&1 | tail -5 | tee "$OUT/api_demo.txt"
+python3 -m xpiler migrate examples/gemm/gemm.c --to cuda -o /tmp/gm_cuda 2>&1 | tail -1
+cp /tmp/gm_cuda/report.md "$OUT/report_gemm_c_to_cuda.md"; cp /tmp/gm_cuda/performance.png "$OUT/performance_gemm_c_to_cuda.png"
+# each call of the device tool runs at most 10 minutes: split the two timing runs over two calls if needed
+python3 benchmarks/gpu_perf.py "$KEPT" --out "$OUT" --to cuda --jobs 16 2>&1 | tee "$OUT/gpu_perf_cuda.txt" | tail -80
+python3 benchmarks/gpu_perf.py "$KEPT" --out "$OUT" --to hip --jobs 16 2>&1 | tee "$OUT/gpu_perf_hip.txt" | tail -60
