@@ -46,7 +46,7 @@ from xpiler.ir.visit import rewrite, walk
 from . import common as U
 from . import affine_sym as A
 from . import scalar_eval as SE
-from .bang_pool import NotPool, _let, _pure, _resolve, _strip, _unit
+from .bang_pool import NotPool, _let, _pure, _resolve, _strip, _unit, descend_window
 
 TILE_BYTES = 192 * 1024
 OUT_BYTES = 64 * 1024
@@ -59,39 +59,8 @@ class NotConv(NotPool):
 
 
 def analyse(program: N.Program, func: N.Func) -> dict:
-    ptrs = U.pointer_params(func)
-    stmts = _strip(func.body.stmts)
-    roots = [s for s in stmts if isinstance(s, N.For) and s.binding == "taskId"]
-    if len(roots) != 1:
-        raise NotConv("no single taskId-bound loop", func)
-    root = roots[0]
-    k = stmts.index(root)
-    env = {}
-    for s in stmts[:k]:
-        if not (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init)
-                and not any(isinstance(n, N.Index) for n in walk(s.init))):
-            raise NotConv("a statement before the bound loop is not a scalar definition", s)
-        env[s.name] = _resolve(s.init, env)
-    if any(not (isinstance(s, N.Return) and s.value is None) for s in stmts[k + 1:]):
-        raise NotConv("statements after the bound loop", stmts[k + 1])
-    if not (isinstance(root.lo, N.Const) and root.lo.value == 0 and isinstance(root.step, N.Const)
-            and root.step.value == 1):
-        raise NotConv("the bound loop does not start at 0 with step 1", root)
-    dims = [(root.var, _resolve(root.hi, env))]
-    body, cur = _strip(root.body.stmts), root
-    while True:
-        rest = []
-        for s in body:
-            if rest or not _let(s, env, ptrs):
-                rest.append(s)
-        if len(rest) == 1 and _unit(rest[0]):
-            cur = rest[0]
-            dims.append((cur.var, _resolve(cur.hi, env)))
-            body = _strip(cur.body.stmts)
-            continue
-        break
-    if len(rest) != 2 or not _unit(rest[0]):
-        raise NotConv("the innermost output loop is not 'acc = 0; for kh { for kw { for ci } }; out[..] = acc'", cur)
+    ptrs, env, dims, cur, rest, root = descend_window(
+        func, NotConv, "acc = 0; for kh { for kw { for ci } }; out[..] = acc")
     khl, store = rest
     khb = _strip(khl.body.stmts)
     if not khb or not _unit(khb[-1]):

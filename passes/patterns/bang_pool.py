@@ -111,26 +111,32 @@ def _math_call(n):
     return d is not None and d.category == "math"
 
 
-def analyse(program: N.Program, func: N.Func) -> Pool:
+def descend_window(func: N.Func, err, shape: str):
+    """Shared front of the whole-nest BANG recognisers (pools, convolutions): the kernel is scalar
+    definitions, one ``taskId``-bound loop from 0 with step 1, and nothing after it but ``return``;
+    below it, lets and unit dimension loops lead to an innermost body of exactly two statements,
+    ``for kh {...}`` and the store. Raises ``err(msg, node)`` otherwise (``shape`` names the
+    expected innermost form). Returns (pointer params, let environment, [(dim var, extent)],
+    innermost dimension loop, the two statements, the bound loop)."""
     ptrs = U.pointer_params(func)
     stmts = _strip(func.body.stmts)
     roots = [s for s in stmts if isinstance(s, N.For) and s.binding == "taskId"]
     if len(roots) != 1:
-        raise NotPool("no single taskId-bound loop", func)
+        raise err("no single taskId-bound loop", func)
     root = roots[0]
     k = stmts.index(root)
     env = {}
     for s in stmts[:k]:
         if not (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init)
                 and not any(isinstance(n, N.Index) for n in walk(s.init))):
-            raise NotPool("a statement before the bound loop is not a scalar definition", s)
+            raise err("a statement before the bound loop is not a scalar definition", s)
         env[s.name] = _resolve(s.init, env)
     if any(not (isinstance(s, N.Return) and s.value is None) for s in stmts[k + 1:]):
-        raise NotPool("statements after the bound loop", stmts[k + 1])
+        raise err("statements after the bound loop", stmts[k + 1])
     if not (isinstance(root.lo, N.Const) and root.lo.value == 0 and isinstance(root.step, N.Const)
             and root.step.value == 1):
-        raise NotPool("the bound loop does not start at 0 with step 1", root)
-    # ---- descend: lets and dimension loops down to 'acc = init; for kh { for kw }; store'
+        raise err("the bound loop does not start at 0 with step 1", root)
+    # descend: lets and dimension loops down to the innermost output body
     dims = [(root.var, _resolve(root.hi, env))]
     body, cur = _strip(root.body.stmts), root
     while True:
@@ -145,7 +151,13 @@ def analyse(program: N.Program, func: N.Func) -> Pool:
             continue
         break
     if len(rest) != 2 or not _unit(rest[0]):
-        raise NotPool("the innermost output loop is not 'acc = init; for kh { for kw }; out[..] = g(acc)'", cur)
+        raise err(f"the innermost output loop is not '{shape}'", cur)
+    return ptrs, env, dims, cur, rest, root
+
+
+def analyse(program: N.Program, func: N.Func) -> Pool:
+    ptrs, env, dims, cur, rest, root = descend_window(
+        func, NotPool, "acc = init; for kh { for kw }; out[..] = g(acc)")
     khl, store = rest
     # the accumulator: the scalar the reduction updates
     kwb = _strip(khl.body.stmts)
@@ -207,7 +219,7 @@ def analyse(program: N.Program, func: N.Func) -> Pool:
         sp_ = A.Space(set(ivars) | set(digits))
         top = A.quotient(sp_.to_poly(new[2]), sp.Mul(*[sp_.to_poly(d) for d in divs]))
         if top is None:
-            raise NotPool(f"the bound loop's trip count is not a multiple of its digit divisors", root)
+            raise NotPool("the bound loop's trip count is not a multiple of its digit divisors", root)
         dim_ext = [(sp_.sym(d), sp_.to_poly(x)) for d, x in zip(digits, divs)] + [(sp_.sym(digits[-1]), top)]
         dim_ext += [(sp_.sym(v), sp_.to_poly(h)) for (v, _), h in zip(dims[1:], new[3:2 + len(dims)])]
     else:
