@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 from xpiler.ir import nodes as N
 from xpiler.ir.intrinsics import REGISTRY
-from xpiler.ir.visit import rewrite, walk
+from xpiler.ir.visit import outside_loops, rewrite, walk
 
 from .base import PassError
 from .expansion import _map_stmts, expand_vars, expanded_decl, init_as_stores
@@ -1872,16 +1872,7 @@ class _Normalizer:
     @staticmethod
     def _top_level(body):
         """Statements of ``body`` outside nested loops (where break/continue leave the partition)."""
-        def scan(s):
-            yield s
-            if isinstance(s, N.Block):
-                for x in s.stmts:
-                    yield from scan(x)
-            elif isinstance(s, N.If):
-                yield from scan(s.then)
-                if s.else_ is not None:
-                    yield from scan(s.else_)
-        return list(scan(body))
+        return outside_loops(body)
 
     def _exits(self, body):
         return any(isinstance(n, (N.Continue, N.Break)) for n in self._top_level(body))

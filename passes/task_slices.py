@@ -56,7 +56,7 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import substitute, walk
+from xpiler.ir.visit import outside_loops, substitute, walk
 
 from . import dependence as D
 from .decache import _flatten, _pure, _vars
@@ -156,7 +156,7 @@ class _Collapse:
         for n in walk(body):
             if isinstance(n, (N.Return, N.Barrier, N.Raw)):
                 raise Refused("an exit, barrier or label in the work")
-        if any(isinstance(n, N.Break) for n in _top_level(body)):
+        if any(isinstance(n, N.Break) for n in outside_loops(body)):
             raise Refused("a break leaves the work loop")
         self.K = K
         self.poly = self._Poly()
@@ -392,19 +392,6 @@ def _expr_of(poly, p):
         else:
             out = N.BinOp("+" if c > 0 else "-", out, term)
     return out
-
-
-def _top_level(body):
-    def scan(s):
-        yield s
-        if isinstance(s, N.Block):
-            for x in s.stmts:
-                yield from scan(x)
-        elif isinstance(s, N.If):
-            yield from scan(s.then)
-            if s.else_ is not None:
-                yield from scan(s.else_)
-    return list(scan(body))
 
 
 def _map_exprs(node, fn):

@@ -65,3 +65,20 @@ def find_loop(node, var: str) -> For:
 
 def vars_used(node) -> set:
     return {n.name for n in walk(node) if isinstance(n, Var)}
+
+
+def outside_loops(body) -> list:
+    """``body`` and the statements below it through blocks and if-branches, but not inside
+    nested loops: where a ``break``/``continue`` would leave the loop that holds ``body``."""
+    from .nodes import If
+
+    def scan(s):
+        yield s
+        if isinstance(s, Block):
+            for x in s.stmts:
+                yield from scan(x)
+        elif isinstance(s, If):
+            yield from scan(s.then)
+            if s.else_ is not None:
+                yield from scan(s.else_)
+    return list(scan(body))
