@@ -150,7 +150,7 @@ class _Collapse:
         if _vars(work.lo) & set(lanes_vars) or _vars(work.hi) & set(lanes_vars):
             raise Refused(f"the bounds of loop '{work.var}' use its own variable")
         body = lane.body
-        changed = _scalar_writes(body) & (K | _vars(work.lo) | _vars(work.hi) | _vars(lane.hi))
+        changed = D.assigned_names(body) & (K | _vars(work.lo) | _vars(work.hi) | _vars(lane.hi))
         if changed:
             raise Refused(f"the work assigns '{sorted(changed)[0]}', which defines the slices")
         for n in walk(body):
@@ -356,17 +356,6 @@ class _Collapse:
 
 
 # ---------------------------------------------------------------------- helpers
-def _scalar_writes(node) -> set:
-    """Variables assigned as a whole below ``node`` (=, op=, ++/--, address taken)."""
-    out = set()
-    for n in walk(node):
-        if isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var):
-            out.add(n.target.name)
-        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.operand, N.Var):
-            out.add(n.operand.name)
-    return out
-
-
 def _sum(terms):
     out = terms[0]
     for t in terms[1:]:
