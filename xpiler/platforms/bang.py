@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import compile_cached, content_key, tree_digest, which
+from .base import blank_noncode, compile_cached, content_key, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 BANG_RUNTIME = RUNTIME_DIR / "bang"
@@ -38,53 +38,7 @@ _DROP_WORDS = {"static", "inline", "__mlu_func__", "__mlu_device__"}
 def code_view(text: str) -> str:
     """``text`` with comments, literal contents and preprocessor lines blanked (same length,
     newlines kept), so structural scans never look inside them."""
-    out = list(text)
-    i, n = 0, len(text)
-    at_line_start = True
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            at_line_start = True
-            i += 1
-            continue
-        if at_line_start and c in " \t":
-            i += 1
-            continue
-        if at_line_start and c == "#":  # preprocessor line, with continuations
-            j = i
-            while j < n:
-                if text[j] == "\n" and text[j - 1] != "\\":
-                    break
-                j += 1
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-            continue
-        at_line_start = False
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                out[k] = " "
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
+    return blank_noncode(text, preprocessor=True)
 
 
 def _match_close(code: str, i: int, open_c: str, close_c: str) -> int:

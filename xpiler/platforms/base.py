@@ -92,3 +92,56 @@ def compile_cached(key: str, files: dict[str, str], argv: list[str], code: str, 
     except OSError:  # another process built the same key first
         shutil.rmtree(tmp, ignore_errors=True)
     return exe
+
+
+def blank_noncode(text: str, *, preprocessor: bool = False) -> str:
+    """``text`` with comments and the contents of string/character literals blanked (and, with
+    ``preprocessor``, preprocessor lines with their continuations): same length, newlines kept,
+    so textual scans and rewrites never match inside them."""
+    out = list(text)
+    i, n = 0, len(text)
+    at_line_start = True
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            at_line_start = True
+            i += 1
+            continue
+        if at_line_start and c in " \t":
+            i += 1
+            continue
+        if preprocessor and at_line_start and c == "#":  # preprocessor line, with continuations
+            j = i
+            while j < n:
+                if text[j] == "\n" and text[j - 1] != "\\":
+                    break
+                j += 1
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+            continue
+        at_line_start = False
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = " "
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if out[k] != "\n":
+                    out[k] = " "
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            for k in range(i + 1, min(j, n)):
+                out[k] = " "
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)

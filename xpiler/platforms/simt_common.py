@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import cache_root, compile_cached, content_key, tree_digest, which
+from .base import blank_noncode, cache_root, compile_cached, content_key, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 SIMT_DIR = RUNTIME_DIR / "simt"
@@ -35,34 +35,7 @@ LLVM_BIN = Path("/usr/lib/llvm-15/bin")
 def mask_code(text: str) -> str:
     """``text`` with comments, string and character literals blanked (same length, newlines kept),
     so the rewrites below never match inside them."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "/" and i + 1 < n and text[i + 1] == "/":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif c == "/" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if text[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "\"'":
-            # raw strings are rare in kernels; plain literals with escapes are handled
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)):
-                out[k] = " "
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
+    return blank_noncode(text)
 
 
 def _match_back(masked: str, j: int, open_c: str, close_c: str) -> int:
