@@ -92,8 +92,8 @@ def _cuda_torch():
         import torch
     except ImportError:
         return None
-    from xpiler.verify.tester import _gpu_for
-    return torch if torch.cuda.is_available() and _gpu_for("cuda") else None
+    from xpiler.verify.tester import gpu_substrate
+    return torch if torch.cuda.is_available() and gpu_substrate("cuda") else None
 
 
 @pytest.mark.skipif(_cuda_torch() is None, reason="needs an NVIDIA GPU, nvcc and torch with CUDA")

@@ -24,7 +24,7 @@ from .platforms.harness import read_outputs, write_job
 from .sandbox import run_limited
 from .spec import Instance, Spec
 from .gpu_call import is_device_array
-from .verify.tester import _failure_from_outcome, _gpu_for
+from .verify.tester import _failure_from_outcome, gpu_substrate
 
 
 class Kernel:
@@ -38,7 +38,7 @@ class Kernel:
         self.timeout, self.mem_mb, self.sanitize = timeout, mem_mb, sanitize
         self._work = Path(tempfile.mkdtemp(prefix="xpiler-load-"))
         self._device = None
-        gpu = _gpu_for(spec.dialect)
+        gpu = gpu_substrate(spec.dialect)
         if gpu:
             self.substrate = gpu
             self.exe = self.platform.build(self.src, spec, self._work, sanitize=False, gpu=True)

@@ -51,9 +51,9 @@ class PerfRow:
 def hardware_substrate(dialect: str) -> str | None:
     """The hardware substrate that would time a ``dialect`` kernel here, or None (emulator only)."""
     from .platforms import get_platform
-    from .verify.tester import _gpu_for
+    from .verify.tester import gpu_substrate
     if dialect == "cuda":
-        return _gpu_for("cuda")
+        return gpu_substrate("cuda")
     if dialect == "c":
         sub = get_platform("c").substrate()
         return sub if sub.startswith("hw:") else None

@@ -158,7 +158,7 @@ def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb:
                       inst.name, seed, log=log)
 
 
-def _gpu_for(dialect: str) -> str | None:
+def gpu_substrate(dialect: str) -> str | None:
     """``hw:nvidia-…`` when a CUDA GPU is present and ``dialect`` is cuda (hip stays on the wave64
     emulator: a 32-lane NVIDIA warp is not a faithful substrate for wave64 code).
     ``XPILER_SUBSTRATE=emu`` forces the emulator."""
@@ -184,7 +184,7 @@ class _Runner:
         self.timeout, self.mem_mb = timeout, mem_mb
         self.workroot = workroot
         self.substrate = self.platform.substrate()
-        gpu = _gpu_for(spec.dialect)
+        gpu = gpu_substrate(spec.dialect)
         if gpu:
             # a real GPU is the best substrate for cuda: nvcc for the device, every CUDA call checked
             self.sanitize = False
