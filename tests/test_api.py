@@ -49,8 +49,8 @@ def test_api_demo_runs():
 
 class _FakeDeviceArray:
     """Has __cuda_array_interface__ like a CuPy array (never dereferenced in these tests)."""
-    def __init__(self, n):
-        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (0, False), "version": 3,
+    def __init__(self, n, typestr="<f4"):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": typestr, "data": (0, False), "version": 3,
                                          "strides": None}
 
 
@@ -66,6 +66,17 @@ def test_load_device_arrays_need_a_simt_kernel():
     with pytest.raises(xpiler.XPError) as e:
         k(_FakeDeviceArray(4), _FakeDeviceArray(4))
     assert e.value.code == "XP1206" and "cannot take CUDA device arrays" in e.value.message
+
+
+def test_load_device_arrays_of_the_wrong_type_or_size_are_refused_before_any_launch():
+    k = xpiler.load(EXAMPLES / "relu" / "relu.cu")
+    n = k.spec.instances()[0].numel("x")
+    with pytest.raises(xpiler.XPError) as e:
+        k(_FakeDeviceArray(n, "<f8"), _FakeDeviceArray(n))
+    assert e.value.code == "XP1206" and "'x' is float64 on the device, the kernel takes float32" in e.value.message
+    with pytest.raises(xpiler.XPError) as e:
+        k(_FakeDeviceArray(n + 1), _FakeDeviceArray(n + 1))
+    assert e.value.code == "XP1206" and "match no instance" in e.value.message
 
 
 def test_device_launcher_source_casts_pointers_and_uses_the_callers_stream():

@@ -48,6 +48,14 @@ def device_numel(x) -> int:
     return n
 
 
+def device_dtype(x) -> str:
+    """The element type of a device array in the spec's spelling (float32, bfloat16, int8, ...)."""
+    if getattr(x, "is_cuda", False):
+        return str(x.dtype).replace("torch.", "")
+    import numpy as np
+    return np.dtype(x.__cuda_array_interface__["typestr"]).name
+
+
 def current_stream(x) -> int:
     """The CUDA stream handle work on ``x`` is queued on (torch's current stream; 0 otherwise)."""
     if getattr(x, "is_cuda", False):

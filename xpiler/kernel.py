@@ -48,9 +48,11 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<xpiler.Kernel {self.spec.entry} ({self.spec.dialect}) on {self.substrate}>"
 
-    def _instance_for(self, arrays: dict[str, np.ndarray], scalars: dict) -> Instance:
+    def _instance_for(self, sizes: dict[str, int], scalars: dict) -> Instance:
+        """The spec instance whose array sizes are ``sizes`` (element counts by argument name),
+        with ``scalars`` overriding its scalar values."""
         for inst in self.spec.instances():
-            if all(arrays[a.name].size == inst.numel(a.name) for a in self.spec.arrays if a.name in arrays):
+            if all(sizes[a.name] == inst.numel(a.name) for a in self.spec.arrays if a.name in sizes):
                 if scalars:
                     inst = Instance(inst.spec, inst.name, inst.sizes, inst.shapes, {**inst.scalars, **scalars},
                                     inst.grid, inst.block, inst.shared_bytes, inst.dim, inst.func_type)
@@ -73,7 +75,7 @@ class Kernel:
             if hasattr(x, "detach"):  # a torch tensor
                 x = x.detach().cpu().numpy()
             arrays[a.name] = np.ascontiguousarray(np.asarray(x), dtype=NUMPY[a.dtype])
-        inst = self._instance_for(arrays, scalars)
+        inst = self._instance_for({k: v.size for k, v in arrays.items()}, scalars)
         jobdir = Path(tempfile.mkdtemp(prefix="call-", dir=self._work))
         try:
             write_job(jobdir, inst, arrays)
@@ -99,20 +101,14 @@ class Kernel:
         """Launch in this process on the arrays' device pointers (no host copies)."""
         if self.spec.dialect not in ("cuda", "hip"):
             raise XPError("XP1206", detail=f"a {self.spec.dialect} kernel cannot take CUDA device arrays")
-        from .gpu_call import DeviceLauncher, current_stream, device_numel, device_pointer
+        from .gpu_call import DeviceLauncher, current_stream, device_dtype, device_numel, device_pointer
+        for a, x in zip(self.spec.arrays, args):
+            got = device_dtype(x)
+            if got != a.dtype:
+                raise XPError("XP1206", detail=f"argument '{a.name}' is {got} on the device, the kernel takes {a.dtype}")
+        inst = self._instance_for({a.name: device_numel(x) for a, x in zip(self.spec.arrays, args)}, scalars)
         if self._device is None:
             self._device = DeviceLauncher(self.src, self.spec, self.spec.dialect)
-        sizes = {a.name: device_numel(x) for a, x in zip(self.spec.arrays, args)}
-        inst = None
-        for cand in self.spec.instances():
-            if all(sizes[a.name] == cand.numel(a.name) for a in self.spec.arrays):
-                inst = cand
-                break
-        if inst is None:
-            raise XPError("XP1206", detail="the arrays' sizes match no instance of the spec; add one to [[shapes]]")
-        if scalars:
-            inst = Instance(inst.spec, inst.name, inst.sizes, inst.shapes, {**inst.scalars, **scalars},
-                            inst.grid, inst.block, inst.shared_bytes, inst.dim, inst.func_type)
         self._device.launch(inst, {a.name: device_pointer(x) for a, x in zip(self.spec.arrays, args)},
                             current_stream(args[0]))
         res = tuple(x for a, x in zip(self.spec.arrays, args) if a.role in ("out", "inout"))
