@@ -20,7 +20,7 @@ EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_UNRESOLVED = 0, 1, 2, 3
 def _err(e: XPError) -> int:
     print(e.format(), file=sys.stderr)
     code = e.code
-    if code.startswith("XP1") or code in ("XP4006", "XP4007"):
+    if code.startswith("XP1") or "XP4006" <= code <= "XP4019":   # XP4006-4019: replay refused a log
         return EXIT_BAD_INPUT
     if code.startswith("XP9"):
         return EXIT_INTERNAL
@@ -81,13 +81,26 @@ def cmd_doctor(a) -> int:
                 rows.append((d, sub, ok, why))
         except XPError as e:
             rows.append((d, "-", False, e.message))
+    broken = 0
+    if not a.quick:
+        # a usable-looking substrate that cannot run a tiny kernel here is broken, not "usable"
+        from .platforms.selftest import run_selftest
+        for d in _MODULES:
+            if not any(r[0] == d and r[2] and r[1].startswith("emu:") or r[0] == d == "c" and r[2] for r in rows):
+                continue
+            st = run_selftest(d)
+            broken += not st.ok
+            rows.append((d, f"self-test {st.substrate}", st.ok, st.detail if st.ok else "BROKEN: " + st.detail))
     if a.json:
         print(json.dumps([{"dialect": d, "substrate": s, "usable": ok, "detail": w} for d, s, ok, w in rows]))
-        return EXIT_OK
+        return EXIT_UNRESOLVED if broken else EXIT_OK
     print(f"xpiler {__version__} — substrates on this machine")
     for d, s, ok, w in rows:
         print(f"  {'ok ' if ok else ' - '} {d:5s} {s:28s} {w}")
-    return EXIT_OK
+    if broken:
+        print(f"{broken} substrate self-test(s) failed: migrations verified there would fail for the substrate's "
+              "reason, not the kernel's", file=sys.stderr)
+    return EXIT_UNRESOLVED if broken else EXIT_OK
 
 
 def cmd_bench(a) -> int:
@@ -261,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("doctor", help="which compilers, GPUs and emulators are usable here")
     d.add_argument("--json", action="store_true")
+    d.add_argument("--quick", action="store_true", help="list the substrates without running their self-tests")
     d.set_defaults(func=cmd_doctor)
     return p
 

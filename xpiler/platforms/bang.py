@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import blank_noncode, compile_cached, content_key, tree_digest, which
+from .base import blank_noncode, compile_cached, content_key, emulator_cxx, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 BANG_RUNTIME = RUNTIME_DIR / "bang"
@@ -257,7 +257,7 @@ def prepare_source(text: str, filename: str) -> str:
 
 
 def _gxx() -> str | None:
-    return which("g++")
+    return which(emulator_cxx())
 
 
 def _gxx_version() -> str:
@@ -302,10 +302,11 @@ class BangPlatform:
         prepared = self.prepare(src.read_text(), src.name)
         main = main_source(spec, "kernel.prepared.cpp")
         flags = self.compile_flags(sanitize)
-        key = content_key("bang", prepared, main, " ".join(flags), tree_digest(BANG_RUNTIME),
+        cxx = emulator_cxx()
+        key = content_key("bang", cxx, prepared, main, " ".join(flags), tree_digest(BANG_RUNTIME),
                           tree_digest(COMMON_INCLUDE))
         return compile_cached(key, {"kernel.prepared.cpp": prepared, "main.cpp": main},
-                              ["g++", *flags, "main.cpp", "-o", "run"], "XP2002", src)
+                              [cxx, *flags, "main.cpp", "-o", "run"], "XP2002", src)
 
     def compile_check(self, src: Path, *, arch: str | None = None) -> dict:
         """Compile the kernel against the emulator header with strict warnings (no run)."""

@@ -40,6 +40,12 @@ def which(name: str) -> str | None:
     return shutil.which(name)
 
 
+def emulator_cxx() -> str:
+    """The C++ compiler that builds the emulators (SIMT, BANG): ``g++`` unless ``XPILER_CXX``
+    names another (CI builds the self-tests with the newest clang Debian packages too)."""
+    return os.environ.get("XPILER_CXX") or "g++"
+
+
 _LOC = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fatal )?error:\s*(?P<msg>.*)$", re.M)
 
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import blank_noncode, cache_root, compile_cached, content_key, tree_digest, which
+from .base import blank_noncode, cache_root, compile_cached, content_key, emulator_cxx, tree_digest, which
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
 
 SIMT_DIR = RUNTIME_DIR / "simt"
@@ -407,14 +407,15 @@ class SimtPlatform:
         """
         if gpu:
             return self.build_gpu(src, spec, workdir, timing=timing)
-        if not which("g++"):
-            raise XPError("XP2004", what=f"{self.dialect} emulator", why="g++ not found")
+        if not which(emulator_cxx()):
+            raise XPError("XP2004", what=f"{self.dialect} emulator", why=f"{emulator_cxx()} not found")
         src = Path(src)
         text = src.read_text()
         prepared = self.prepare(text, str(src))
         main = main_source(spec, "kernel.prepared.cpp")
         flags = self.emu_flags(sanitize)
-        key = content_key("simt-emu", self.dialect, prepared, main, " ".join(flags), tree_digest(SIMT_DIR),
+        cxx = emulator_cxx()
+        key = content_key("simt-emu", self.dialect, cxx, prepared, main, " ".join(flags), tree_digest(SIMT_DIR),
                           tree_digest(COMMON_INCLUDE))
         workdir = Path(workdir)
         try:
@@ -423,7 +424,7 @@ class SimtPlatform:
         except OSError:
             pass
         return compile_cached(key, {"kernel.prepared.cpp": prepared, "main.cpp": main},
-                                    ["g++", *flags, "main.cpp", "-o", "run", "-lm"], "XP2001", src)
+                                    [cxx, *flags, "main.cpp", "-o", "run", "-lm"], "XP2001", src)
 
 
     # -- GPU build -----------------------------------------------------------------------------
