@@ -51,7 +51,9 @@ def run_limited(argv: list[str], cwd: str | Path | None = None, timeout_s: float
     if env:
         full_env.update(env)
     if sanitized:
-        opts = [f"exitcode={ASAN_RC}", "detect_leaks=0", "abort_on_error=0", "symbolize=1",
+        # detect_stack_use_after_return pinned on: it is the default of newer libasan (gcc 13+), and the
+        # emulators must behave the same whichever compiler built them
+        opts = [f"exitcode={ASAN_RC}", "detect_leaks=0", "abort_on_error=0", "symbolize=1", "detect_stack_use_after_return=1",
                 "allocator_may_return_null=1"]
         if mem_mb:
             opts += [f"hard_rss_limit_mb={mem_mb}", f"max_allocation_size_mb={mem_mb}"]

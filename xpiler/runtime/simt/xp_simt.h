@@ -394,8 +394,13 @@ inline Fiber *rq_pop_after(int r0) {
  * ready one), or for the scheduler when none is ready.  Returns when `me` is resumed. */
 inline void switch_away(Fiber *me, bool exiting, Fiber *to = nullptr) {
   Fiber *nx = to ? to : rq_pop();
-  void *dummy;
-  void **save = exiting ? &dummy : &me->sp;
+  /* An exiting fiber's stack pointer is never used again, but the switch still stores it.  The
+   * slot must not be a local: under AddressSanitizer with detect_stack_use_after_return=1 (the
+   * default of gcc 13's libasan, off in gcc 12's) an address-taken local lives on the fiber's
+   * fake stack, which __sanitizer_start_switch_fiber(nullptr, ...) destroys just before the
+   * switch writes the slot: a SEGV on the first exiting thread.  Heap/global slots only. */
+  static void *exit_sp_sink;
+  void **save = exiting ? &exit_sp_sink : &me->sp;
   void **fake = exiting ? nullptr : &me->asan_fake;
   if (nx) {
     nx->state = F_RUNNING;
