@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import blank_noncode, compile_cached, content_key, emulator_cxx, tree_digest, which
-from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source, rename_entry
 
 BANG_RUNTIME = RUNTIME_DIR / "bang"
 BANG_HEADER = BANG_RUNTIME / "xp_bang.h"
@@ -299,7 +299,8 @@ class BangPlatform:
         if not _gxx():
             raise XPError("XP2004", what="bang", why="g++ not found")
         src = Path(src)
-        prepared = self.prepare(src.read_text(), src.name)
+        # a kernel named exp/sin/abs is renamed for the build (no clash with libm; harness.py)
+        prepared = self.prepare(rename_entry(src.read_text(), spec.entry), src.name)
         main = main_source(spec, "kernel.prepared.cpp")
         flags = self.compile_flags(sanitize)
         cxx = emulator_cxx()

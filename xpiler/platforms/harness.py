@@ -5,6 +5,7 @@ and scalars travel in ``job.txt``; array contents in ``in.bin``; the run writes 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,102 @@ class ArgBinding:
     @property
     def is_array(self) -> bool:
         return self.role != "scalar"
+
+
+# --------------------------------------------------------------------------------------------
+# Entry names that clash with the C/C++ standard library
+# --------------------------------------------------------------------------------------------
+#: Names of the C standard library (math.h, stdlib.h, string.h, stdio.h, time.h) and of the
+#: emulators' device math that a kernel is often named after (``exp``, ``sin``, ``abs``, ``max``
+#: ...).  A kernel with such a name clashes with the library's declaration in a C build
+#: ("conflicting types for 'exp'"), with ``extern "C"`` in C++, and makes ``&exp`` ambiguous in a
+#: GPU harness.  The builds rename the kernel's definition and launch sites (and the harness's
+#: call) to :func:`harness_entry`; the user's source and the migration outputs keep the name.
+RESERVED_ENTRY_NAMES = frozenset("""
+    abs labs llabs fabs fabsf div ldiv exp expf exp2 exp2f exp10 expm1 log logf log2 log10 log1p logb
+    pow powf sqrt sqrtf cbrt sin sinf cos cosf tan tanf asin acos atan atan2 sinh cosh tanh tanhf asinh
+    acosh atanh erf erfc erff tgamma lgamma gamma floor floorf ceil ceilf round roundf lround trunc
+    truncf rint lrint nearbyint fmod fmodf remainder remquo fmin fminf fmax fmaxf fma hypot copysign
+    ldexp frexp modf scalbn ilogb nan nextafter fdim signbit isnan isinf isfinite max min clamp
+    sign norm rsqrt sincos j0 j1 y0 y1 malloc calloc realloc free memcpy memmove memset memcmp
+    strlen strcpy qsort bsearch rand srand exit abort atoi atof time clock sort select index
+    rindex remove rename read write open close sum mean scale
+""".split())
+_NOT_A_TYPE = frozenset("return case else do sizeof throw new delete goto co_return co_yield typeof "
+                        "decltype alignof operator".split())
+
+
+def harness_entry(entry: str) -> str:
+    """The name the harness calls: ``entry`` itself, or ``xp_entry_<entry>`` for a reserved name."""
+    return f"xp_entry_{entry}" if entry in RESERVED_ENTRY_NAMES else entry
+
+
+def rename_entry(text: str, entry: str, *, c_language: bool = False) -> str:
+    """``text`` with the kernel ``entry`` renamed to :func:`harness_entry` where it is the kernel:
+    its declarators (``void exp(``, ``__global__ void __launch_bounds__(256) exp(``), its launch
+    sites (``exp<<<``) and its uses as a value (``hipLaunchKernelGGL(exp, ...)``,
+    ``cudaFuncSetAttribute(exp, ...)``).  Calls such as ``exp(x)`` stay calls of the library
+    function.  In C (``c_language``), which has no overloading, a source that defines ``exp``
+    cannot call the library's ``exp``: every occurrence is the kernel and is renamed.
+    Comments and literals are not touched; line numbers do not move.  Identity for names
+    outside :data:`RESERVED_ENTRY_NAMES`."""
+    new = harness_entry(entry)
+    if new == entry:
+        return text
+    from .base import blank_noncode
+    masked = blank_noncode(text)
+    out, last = [], 0
+    for m in re.finditer(rf"(?<![\w$]){re.escape(entry)}(?![\w$])", masked):
+        s, e = m.start(), m.end()
+        j = s - 1
+        while j >= 0 and masked[j] in " \t\r\n":
+            j -= 1
+        prev = masked[j] if j >= 0 else ""
+        if prev in (".", ">") and (prev == "." or masked[j - 1:j + 1] == "->"):
+            continue                                   # a member
+        if masked[max(0, j - 1):j + 1] == "::":
+            continue                                   # std::exp, ::exp
+        k = e
+        while k < len(masked) and masked[k] in " \t\r\n":
+            k += 1
+        nxt = masked[k:k + 1]
+        rename = c_language
+        if not rename:
+            if masked.startswith("<<<", k):
+                rename = True                          # launch site
+            elif nxt == "(":
+                # a declarator: the previous token is a type word or the ')' of an attribute
+                w = re.search(r"([A-Za-z_]\w*)\s*$", masked[:j + 1])
+                if w and w.group(1) not in _NOT_A_TYPE:
+                    rename = True
+                elif prev == ")":
+                    o = _open_paren(masked, j)
+                    head = re.search(r"([A-Za-z_]\w*)\s*\(*\s*$", masked[:o]) if o > 0 else None
+                    rename = bool(head and head.group(1) in ("__launch_bounds__", "__attribute__",
+                                                              "__declspec", "alignas", "__align__"))
+            elif nxt == "<":
+                rename = False                         # a template-id: leave it to the compiler
+            else:
+                rename = True                          # the kernel used as a value
+        if rename:
+            out.append(text[last:s])
+            out.append(new)
+            last = e
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _open_paren(masked: str, j: int) -> int:
+    depth = 0
+    while j >= 0:
+        if masked[j] == ")":
+            depth += 1
+        elif masked[j] == "(":
+            depth -= 1
+            if depth == 0:
+                return j
+        j -= 1
+    return -1
 
 
 def binding(spec: Spec) -> list[ArgBinding]:
@@ -74,7 +171,7 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, tim
         "  static xp_job J;",
         "  if (argc < 2 || xp_job_load(&J, argv[1])) return 90;",
         *decls,
-        f"  XP_LAUNCH(J, {spec.entry}, ({args}));",
+        f"  XP_LAUNCH(J, {harness_entry(spec.entry)}, ({args}));",
         "  int xp_rc = xp_job_store(&J, argv[1]);",
     ]
     if timing:
@@ -85,7 +182,7 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, tim
             f"    for (int r = -3; r < {int(timing)}; ++r) {{",
             "      struct timespec t0, t1;",
             "      clock_gettime(CLOCK_MONOTONIC, &t0);",
-            f"      XP_LAUNCH(J, {spec.entry}, ({args}));",
+            f"      XP_LAUNCH(J, {harness_entry(spec.entry)}, ({args}));",
             "      clock_gettime(CLOCK_MONOTONIC, &t1);",
             "      if (r >= 0) xp_ms[r] = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;",
             "    }",
