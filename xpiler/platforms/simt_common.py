@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import blank_noncode, cache_root, compile_cached, content_key, emulator_cxx, tree_digest, which
-from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_entry, main_source, rename_entry
 
 SIMT_DIR = RUNTIME_DIR / "simt"
 SIMT_HEADER = SIMT_DIR / "xp_simt.h"
@@ -410,7 +410,7 @@ class SimtPlatform:
         if not which(emulator_cxx()):
             raise XPError("XP2004", what=f"{self.dialect} emulator", why=f"{emulator_cxx()} not found")
         src = Path(src)
-        text = src.read_text()
+        text = rename_entry(src.read_text(), spec.entry)   # a kernel named exp/sin/abs: no clash with libm
         prepared = self.prepare(text, str(src))
         main = main_source(spec, "kernel.prepared.cpp")
         flags = self.emu_flags(sanitize)
@@ -459,10 +459,11 @@ class SimtPlatform:
                      "struct xp_anyptr { void* p; template <class T> operator T*() const { return (T*)p; } };")
         decls, args = gpu_arg_decls(spec, "dptr", "J.scalar", "J.iscalar")
         lines += decls
-        call = f"{spec.entry}<<<grid, block, J.shared>>>({', '.join(args)})"
+        entry = harness_entry(spec.entry)
+        call = f"{entry}<<<grid, block, J.shared>>>({', '.join(args)})"
         lines += [
             "  if (J.shared > 48 * 1024) XPG_CHECK(cudaFuncSetAttribute("
-            f"{spec.entry}, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)J.shared));",
+            f"{entry}, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)J.shared));",
             f"  {call};",
             "  XPG_CHECK(cudaGetLastError());",
             "  XPG_CHECK(cudaDeviceSynchronize());",
@@ -502,7 +503,7 @@ class SimtPlatform:
         if self.dialect == "hip" and "__builtin_amdgcn" in text:
             raise XPError("XP2004", what="HIP on an NVIDIA GPU", why="the kernel uses AMD builtins (MFMA/DPP)")
         kernel_name = "kernel.cu"
-        body = f'#line 1 "{src}"\n' + text
+        body = f'#line 1 "{src}"\n' + rename_entry(text, spec.entry)
         main = self.gpu_main_source(spec, kernel_name, timing=timing)
         arch = os.environ.get("XPILER_CUDA_ARCH", "sm_90")
         argv = ["nvcc", "-O3", f"-arch={arch}", "-std=c++17", "-x", "cu", f"-I{COMMON_INCLUDE}", f"-I{SIMT_DIR}"]
