@@ -325,7 +325,7 @@ ERROR_CASES = {
     2: ("XP3053", "'big'"),
     3: ("XP3056", "n = 100"),
     4: ("XP3058", "rhs"),
-    5: ("XP3057", "C = 8"),
+    # 5: a pool over C = 8 floats (32 bytes) is a note now (XP3040, tests/test_emulator_gaps.py)
     6: ("XP3063", "deadlock"),
     7: ("XP3051", "past the end of NRAM"),
     8: ("XP3055", "'huge'"),
@@ -463,8 +463,9 @@ def test_diagnostics_table_covers_every_runtime_code():
     listed = {ln.split("|")[0] for ln in (root / "DIAGNOSTICS.txt").read_text().splitlines()
               if ln.startswith("XP")}
     assert used and used <= listed, used - listed
-    assert all(c in TABLE and TABLE[c].severity == "error" for c in listed)
-    assert all("XP3050" <= c <= "XP3099" for c in listed)
+    # XP3050-XP3099 stop the run (errors); XP3040-XP3049 are notes the run goes on after
+    assert all(c in TABLE and TABLE[c].severity == ("note" if c < "XP3050" else "error") for c in listed)
+    assert all("XP3040" <= c <= "XP3099" for c in listed)
 
 
 def test_manual_sections_have_front_matter():

@@ -40,6 +40,9 @@ class CudaPrinter(Printer):
         self.emit(f"{s.kernel}<<<{', '.join(cfg)}>>>({args});")
 
     def prelude(self, prog):
+        if prog.dialect == self.dialect and self.dialect == "hip":
+            from .headers import missing_hip_headers
+            return missing_hip_headers(prog)
         if prog.dialect == self.dialect:
             # float16 is spelled half here (see scalar_spellings), which needs cuda_fp16.h even
             # where the program came in with _Float16 (a hip program retargeted by binding)

@@ -46,3 +46,19 @@ def headers_for(prog: N.Program, target: str) -> tuple:
         if any(n.startswith("_mm") for n in names):
             need.insert(0, "immintrin.h")
     return tuple(N.Directive(f"#include <{h}>", "include") for h in need)
+
+
+def missing_hip_headers(prog: N.Program) -> tuple:
+    """The HIP headers a hip program needs and does not include: ``hip/hip_runtime.h`` always
+    (hipcc does not add it, unlike nvcc's implicit ``cuda_runtime.h``: a CUDA source without
+    includes retargeted to hip would not know ``__global__``), and ``hip/hip_fp16.h`` where
+    float16 is spelled ``half``/``__half`` (``_Float16`` is built in)."""
+    own = " ".join(i.text for i in prog.items if isinstance(i, N.Directive) and i.kind == "include")
+    need = []
+    if "hip_runtime.h" not in own:
+        need.append("hip/hip_runtime.h")
+    if "hip_fp16.h" not in own and any(isinstance(n, N.Scalar) and n.dtype == "float16"
+                                       and (n.spelling or "") in ("half", "__half", "half2", "__half2")
+                                       for n in walk(prog.items)):
+        need.append("hip/hip_fp16.h")
+    return tuple(N.Directive(f"#include <{h}>", "include") for h in need)

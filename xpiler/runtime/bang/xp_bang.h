@@ -31,6 +31,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
 #include <type_traits>
 #include <vector>
 #include <pthread.h>
@@ -144,6 +146,20 @@ inline void describe_task(char* buf, size_t n) {
 [[noreturn]] inline void fail_at(Loc loc, const char* code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 [[noreturn]] inline void fail_at(Loc loc, const char* code, const char* fmt, ...) {
   va_list ap; va_start(ap, fmt); vfail(&loc, code, fmt, ap);
+}
+/* A note: the source steps outside a documented rule but the result is well defined, so the run
+ * goes on.  One line `xpiler-runtime-note: XPnnnn <message> [file:line]` per call site (the
+ * tester puts it into the verdict's notes). */
+inline void note_at(Loc loc, const char* code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+inline void note_at(Loc loc, const char* code, const char* fmt, ...) {
+  static std::mutex m;
+  static std::set<std::pair<std::string, int>> seen;
+  std::lock_guard<std::mutex> lk(m);
+  if (!seen.insert({std::string(loc.file ? loc.file : "?"), loc.line}).second) return;
+  char msg[1024];
+  va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
+  fprintf(stderr, "xpiler-runtime-note: %s %s [%s:%d]\n", code, msg, loc.file ? loc.file : "?", loc.line);
+  fflush(stderr);
 }
 
 /* ----------------------------------------------------- launch-wide state */
@@ -493,6 +509,16 @@ XPB_BINARY(op_mul, "__bang_mul", x * y)
 XPB_BINARY(op_maxequal, "__bang_maxequal", (x > y || std::isnan(x)) ? x : y)
 XPB_BINARY(op_minequal, "__bang_minequal", (x < y || std::isnan(x)) ? x : y)
 XPB_BINARY(op_div, "__bang_div", x / y)
+XPB_BINARY(op_maximum, "__bang_maximum", (x > y || std::isnan(x)) ? x : y)
+XPB_BINARY(op_minimum, "__bang_minimum", (x < y || std::isnan(x)) ? x : y)
+XPB_BINARY(op_eq, "__bang_eq", x == y ? 1.0f : 0.0f)
+XPB_BINARY(op_ne, "__bang_ne", x != y ? 1.0f : 0.0f)
+XPB_BINARY(op_lt, "__bang_lt", x < y ? 1.0f : 0.0f)
+XPB_BINARY(op_le, "__bang_le", x <= y ? 1.0f : 0.0f)
+XPB_BINARY(op_gt, "__bang_gt", x > y ? 1.0f : 0.0f)
+XPB_BINARY(op_ge, "__bang_ge", x >= y ? 1.0f : 0.0f)
+XPB_BINARY(op_and, "__bang_and", (x != 0.0f && y != 0.0f) ? 1.0f : 0.0f)
+XPB_BINARY(op_or, "__bang_or", (x != 0.0f || y != 0.0f) ? 1.0f : 0.0f)
 
 /* __bang_div(dst, src, scalar, n) and __bang_div(dst, a, b, tmp, n) seen in public kernels */
 template <class T> inline void op_div(Loc loc, T* dst, const T* a, typename ident<T>::type s, int n) {
@@ -522,6 +548,14 @@ XPB_SCALAR(op_add_scalar, "__bang_add_scalar", x + y)
 XPB_SCALAR(op_sub_scalar, "__bang_sub_scalar", x - y)
 XPB_SCALAR(op_mul_scalar, "__bang_mul_scalar", x * y)
 XPB_SCALAR(op_div_scalar, "__bang_div_scalar", x / y)
+XPB_SCALAR(op_maxeq_scalar, "__bang_maxeq_scalar", (x > y || std::isnan(x)) ? x : y)
+XPB_SCALAR(op_mineq_scalar, "__bang_mineq_scalar", (x < y || std::isnan(x)) ? x : y)
+XPB_SCALAR(op_eq_scalar, "__bang_eq_scalar", x == y ? 1.0f : 0.0f)
+XPB_SCALAR(op_ne_scalar, "__bang_ne_scalar", x != y ? 1.0f : 0.0f)
+XPB_SCALAR(op_lt_scalar, "__bang_lt_scalar", x < y ? 1.0f : 0.0f)
+XPB_SCALAR(op_le_scalar, "__bang_le_scalar", x <= y ? 1.0f : 0.0f)
+XPB_SCALAR(op_gt_scalar, "__bang_gt_scalar", x > y ? 1.0f : 0.0f)
+XPB_SCALAR(op_ge_scalar, "__bang_ge_scalar", x >= y ? 1.0f : 0.0f)
 
 #define XPB_CYCLE(FN, OPNAME, EXPR)                                                                  \
   template <class T> inline void FN(Loc loc, T* dst, const T* src, const T* seg, int n, int seg_n) {  \
@@ -539,6 +573,8 @@ XPB_SCALAR(op_div_scalar, "__bang_div_scalar", x / y)
 XPB_CYCLE(op_cycle_add, "__bang_cycle_add", x + y)
 XPB_CYCLE(op_cycle_sub, "__bang_cycle_sub", x - y)
 XPB_CYCLE(op_cycle_mul, "__bang_cycle_mul", x * y)
+XPB_CYCLE(op_cycle_maxequal, "__bang_cycle_maxequal", (x > y || std::isnan(x)) ? x : y)
+XPB_CYCLE(op_cycle_minequal, "__bang_cycle_minequal", (x < y || std::isnan(x)) ? x : y)
 
 inline float gelu_exact(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
 inline float gelu_tanh(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
@@ -567,6 +603,20 @@ XPB_UNARY(op_rsqrt, "__bang_rsqrt", 1.0f / std::sqrt(x))
 XPB_UNARY(op_square, "__bang_square", x * x)
 XPB_UNARY(op_abs, "__bang_abs", std::fabs(x))
 XPB_UNARY(op_sin, "__bang_sin", std::sin(x))
+/* spellings of newer BANG releases and ops public kernels use (same float-computed contract) */
+XPB_UNARY(op_sigmoid_v, "__bang_sigmoid", 1.0f / (1.0f + std::exp(-x)))
+XPB_UNARY(op_relu_v, "__bang_relu", x > 0.0f ? x : 0.0f)
+XPB_UNARY(op_exp_v, "__bang_exp", std::exp(x))
+XPB_UNARY(op_log_v, "__bang_log", std::log(x))
+XPB_UNARY(op_active_log, "__bang_active_log", std::log(x))
+XPB_UNARY(op_tanh_v, "__bang_tanh", std::tanh(x))
+XPB_UNARY(op_gelu_v, "__bang_gelu", gelu_exact(x))
+XPB_UNARY(op_active_abs, "__bang_active_abs", std::fabs(x))
+XPB_UNARY(op_active_sqrt, "__bang_active_sqrt", std::sqrt(x))
+XPB_UNARY(op_active_rsqrt, "__bang_active_rsqrt", 1.0f / std::sqrt(x))
+XPB_UNARY(op_cos, "__bang_cos", std::cos(x))
+XPB_UNARY(op_pow2, "__bang_pow2", std::exp2(x))
+XPB_UNARY(op_not, "__bang_not", x == 0.0f ? 1.0f : 0.0f)
 
 /* fills */
 template <class T> inline void op_write_zero(Loc loc, T* dst, int n) {
@@ -632,6 +682,41 @@ template <class T> inline void op_sum(Loc loc, T* dst, const T* src, int n) {
   for (int i = 0; i < n; ++i) acc += (float)src[i];
   dst[0] = (T)acc;
 }
+/* __bang_reduce_sum(dst, src, n): one sum per 128-byte group of src, stored contiguously:
+ * dst[g] = sum(src[g*L .. g*L+L-1]), L = 128 / sizeof(T) (n = L gives the whole sum in dst[0]) */
+template <class T> inline void op_reduce_sum(Loc loc, T* dst, const T* src, int n) {
+  XPB_FH(T, "__bang_reduce_sum");
+  vec_rule<T>(loc, "__bang_reduce_sum", n);
+  const int L = 128 / (int)sizeof(T), groups = n / L;
+  need_nram(loc, "__bang_reduce_sum", "src", src, (long long)n * (long long)sizeof(T));
+  need_nram(loc, "__bang_reduce_sum", "dst", dst, (long long)(groups ? groups : 1) * (long long)sizeof(T));
+  std::vector<float> out((size_t)groups);
+  for (int g = 0; g < groups; ++g) {
+    float acc = 0.0f;
+    for (int i = 0; i < L; ++i) acc += (float)src[(size_t)g * L + i];
+    out[(size_t)g] = acc;
+  }
+  for (int g = 0; g < groups; ++g) dst[g] = (T)out[(size_t)g];
+}
+/* __bang_argmax / __bang_argmin(dst, src, n): dst[0] = the extreme value, the 4 bytes after it
+ * (read as *(uint32_t*)(dst + 1)) = its index (first occurrence) */
+template <class T> inline void op_argext_u32(Loc loc, const char* op, bool want_max, T* dst, const T* src, int n) {
+  XPB_FH(T, "__bang_argmax/__bang_argmin");
+  vec_rule<T>(loc, op, n);
+  if (n <= 0) fail_at(loc, "XP3060", "%s: empty input (n = %d)", op, n);
+  need_nram(loc, op, "dst", dst, (long long)sizeof(T) + 4);
+  need_nram(loc, op, "src", src, (long long)n * (long long)sizeof(T));
+  uint32_t best = 0;
+  float bv = (float)src[0];
+  for (int i = 1; i < n; ++i) {
+    float v = (float)src[i];
+    if (want_max ? v > bv : v < bv) { bv = v; best = (uint32_t)i; }
+  }
+  dst[0] = (T)bv;
+  std::memcpy((char*)dst + sizeof(T), &best, 4);
+}
+template <class T> inline void op_argmax(Loc loc, T* dst, const T* src, int n) { op_argext_u32<T>(loc, "__bang_argmax", true, dst, src, n); }
+template <class T> inline void op_argmin(Loc loc, T* dst, const T* src, int n) { op_argext_u32<T>(loc, "__bang_argmin", false, dst, src, n); }
 
 /* pools: src [H][W][C] -> dst [Ho][Wo][C], no padding */
 enum PoolKind { POOL_SUM, POOL_AVG, POOL_MAX, POOL_MIN };
@@ -641,9 +726,12 @@ template <class T> inline void op_pool(Loc loc, const char* op, int kind, T* dst
   char why[160];
   snprintf(why, sizeof why, "C=%d H=%d W=%d kh=%d kw=%d sh=%d sw=%d (need all > 0, kh <= H, kw <= W)", C, H, W, kh, kw, sh, sw);
   arg_rule(loc, C > 0 && H > 0 && W > 0 && kh > 0 && kw > 0 && sh > 0 && sw > 0 && kh <= H && kw <= W, op, why);
+  /* The channel rule (C*sizeof(T) % 64 == 0) is the documented alignment for the pool unit; public
+   * code also pools one channel (a row sum: C = 1, H = 1, kw = W).  The result is well defined,
+   * so the emulator computes it and notes the rule (XP3040) instead of refusing the source. */
   if ((long long)C * (long long)sizeof(T) % 64 != 0)
-    fail_at(loc, "XP3057", "%s: C = %d channels of %zu bytes = %lld bytes, not a multiple of 64 (pad channels to a multiple of %zu)",
-            op, C, sizeof(T), (long long)C * (long long)sizeof(T), 64 / sizeof(T));
+    note_at(loc, "XP3040", "%s: C = %d channels of %zu bytes = %lld bytes, not a multiple of 64 (the documented pool alignment; computed as written)",
+            op, C, sizeof(T), (long long)C * (long long)sizeof(T));
   int Ho = (H - kh) / sh + 1, Wo = (W - kw) / sw + 1;
   need_nram(loc, op, "src", src, (long long)H * W * C * (long long)sizeof(T));
   need_nram(loc, op, "dst", dst, (long long)Ho * Wo * C * (long long)sizeof(T));
@@ -856,6 +944,42 @@ inline void xpb_memcpy(xpb::Loc loc, const char* op, void* dst, const void* src,
 #define __bang_square(...) ::xpb::op_square(XPB_HERE, __VA_ARGS__)
 #define __bang_abs(...) ::xpb::op_abs(XPB_HERE, __VA_ARGS__)
 #define __bang_sin(...) ::xpb::op_sin(XPB_HERE, __VA_ARGS__)
+#define __bang_sigmoid(...) ::xpb::op_sigmoid_v(XPB_HERE, __VA_ARGS__)
+#define __bang_relu(...) ::xpb::op_relu_v(XPB_HERE, __VA_ARGS__)
+#define __bang_exp(...) ::xpb::op_exp_v(XPB_HERE, __VA_ARGS__)
+#define __bang_log(...) ::xpb::op_log_v(XPB_HERE, __VA_ARGS__)
+#define __bang_active_log(...) ::xpb::op_active_log(XPB_HERE, __VA_ARGS__)
+#define __bang_tanh(...) ::xpb::op_tanh_v(XPB_HERE, __VA_ARGS__)
+#define __bang_gelu(...) ::xpb::op_gelu_v(XPB_HERE, __VA_ARGS__)
+#define __bang_active_abs(...) ::xpb::op_active_abs(XPB_HERE, __VA_ARGS__)
+#define __bang_active_sqrt(...) ::xpb::op_active_sqrt(XPB_HERE, __VA_ARGS__)
+#define __bang_active_rsqrt(...) ::xpb::op_active_rsqrt(XPB_HERE, __VA_ARGS__)
+#define __bang_cos(...) ::xpb::op_cos(XPB_HERE, __VA_ARGS__)
+#define __bang_pow2(...) ::xpb::op_pow2(XPB_HERE, __VA_ARGS__)
+#define __bang_not(...) ::xpb::op_not(XPB_HERE, __VA_ARGS__)
+#define __bang_maximum(...) ::xpb::op_maximum(XPB_HERE, __VA_ARGS__)
+#define __bang_minimum(...) ::xpb::op_minimum(XPB_HERE, __VA_ARGS__)
+#define __bang_eq(...) ::xpb::op_eq(XPB_HERE, __VA_ARGS__)
+#define __bang_ne(...) ::xpb::op_ne(XPB_HERE, __VA_ARGS__)
+#define __bang_lt(...) ::xpb::op_lt(XPB_HERE, __VA_ARGS__)
+#define __bang_le(...) ::xpb::op_le(XPB_HERE, __VA_ARGS__)
+#define __bang_gt(...) ::xpb::op_gt(XPB_HERE, __VA_ARGS__)
+#define __bang_ge(...) ::xpb::op_ge(XPB_HERE, __VA_ARGS__)
+#define __bang_and(...) ::xpb::op_and(XPB_HERE, __VA_ARGS__)
+#define __bang_or(...) ::xpb::op_or(XPB_HERE, __VA_ARGS__)
+#define __bang_maxeq_scalar(...) ::xpb::op_maxeq_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_mineq_scalar(...) ::xpb::op_mineq_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_eq_scalar(...) ::xpb::op_eq_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_ne_scalar(...) ::xpb::op_ne_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_lt_scalar(...) ::xpb::op_lt_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_le_scalar(...) ::xpb::op_le_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_gt_scalar(...) ::xpb::op_gt_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_ge_scalar(...) ::xpb::op_ge_scalar(XPB_HERE, __VA_ARGS__)
+#define __bang_cycle_maxequal(...) ::xpb::op_cycle_maxequal(XPB_HERE, __VA_ARGS__)
+#define __bang_cycle_minequal(...) ::xpb::op_cycle_minequal(XPB_HERE, __VA_ARGS__)
+#define __bang_reduce_sum(...) ::xpb::op_reduce_sum(XPB_HERE, __VA_ARGS__)
+#define __bang_argmax(...) ::xpb::op_argmax(XPB_HERE, __VA_ARGS__)
+#define __bang_argmin(...) ::xpb::op_argmin(XPB_HERE, __VA_ARGS__)
 #define __bang_write_zero(...) ::xpb::op_write_zero(XPB_HERE, __VA_ARGS__)
 #define __bang_write_value(...) ::xpb::op_write_value(XPB_HERE, __VA_ARGS__)
 #define __memset_nram(...) ::xpb::op_memset_nram(XPB_HERE, __VA_ARGS__)
