@@ -51,22 +51,29 @@ class _Progress:
 def cmd_test(a) -> int:
     from .api import test
     src = Path(a.src)
+    if a.seeds < 1:
+        raise XPError("XP1223", flag="--seeds", value=a.seeds, want="a number of seeds, >= 1")
     v = test(src, spec=a.spec, seeds=list(range(a.seeds)), instances=a.instance or None,
              sanitize=not a.no_asan, timeout=a.timeout, progress=_Progress(f"testing {src.name}"))
     if a.json:
         print(json.dumps(v.to_json(), indent=None))
     else:
         print(v.summary())
+        for n in getattr(v, "notes", ()):
+            print(f"  {n.location() + ': ' if n.location() else ''}note {n.code}: {n.message}")
         for f in v.failures[:10]:
             print(f"  {f.code}: {f.message}")
             for d in f.first_diffs[:3]:
                 print(f"      at {d['index']}: got {d['got']}, expected {d['expected']}")
-            if f.log and f.code in ("XP2001", "XP2002", "XP2003", "XP2105", "XP2104"):
+            if f.log and f.code in ("XP2001", "XP2002", "XP2003", "XP2005", "XP2104", "XP2105", "XP2113", "XP2114",
+                                    "XP2115", "XP2116"):
                 tail = "\n".join(f.log.strip().splitlines()[:8])
                 print("      " + tail.replace("\n", "\n      "))
         if len(v.failures) > 10:
             print(f"  … {len(v.failures) - 10} more failures")
-    if v.build_error is not None and v.build_error.code.startswith("XP1"):
+    if v.does_not_compile:   # the user's own kernel was refused by its compiler: bad input (docs/decisions.md)
+        return EXIT_BAD_INPUT
+    if any(f.code.startswith("XP1") for f in v.failures):   # bad input, e.g. a reference that raises (XP1222)
         return EXIT_BAD_INPUT
     return EXIT_OK if v.verified else EXIT_UNRESOLVED
 
@@ -179,8 +186,8 @@ def cmd_migrate(a) -> int:
             sys.stderr.flush()
 
     r = migrate(a.src, to=a.to, spec=a.spec, outdir=a.outdir, llm=a.llm, proposer=a.proposer, budget=a.budget,
-                tune=not a.no_tune, seed=a.seed, jobs=a.jobs, resume=a.resume, progress=progress,
-                perf=not a.no_perf)
+                tune=False, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume, progress=progress,
+                perf=not a.no_perf, force=a.force)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -204,18 +211,32 @@ def cmd_migrate(a) -> int:
 
 def cmd_replay(a) -> int:
     from .replay import replay
-    r = replay(a.log, reverify=a.reverify, source=a.source)
-    print(f"replay OK: {r.steps} steps re-derived, output hash {r.output_hash}")
+    r = replay(a.log, reverify=a.reverify, source=a.source, output=a.output)
+    for w in r.warnings:
+        print(w.format(), file=sys.stderr)
+    print(f"replay OK: {r.steps} steps re-derived, output hash {r.output_hash} "
+          f"({'verified' if r.verified else 'UNVERIFIED: the logged migration did not verify'}); "
+          + (f"{r.output_file} matches the re-derived output" if r.output_file
+             else "no output file compared (see the warning)"))
     if r.reverified is not None:
         print(f"reverify on {r.substrate}: {'VERIFIED' if r.reverified else 'FAILED'}")
         for m in r.messages:
             print("  " + m)
         return EXIT_OK if r.reverified else EXIT_UNRESOLVED
-    return EXIT_OK
+    return EXIT_OK if r.verified else EXIT_UNRESOLVED   # an unverified migration replays as unverified
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with our diagnostics: a usage error is XP1205 (exit 2), with the usage line."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        print(XPError("XP1205", detail=f"{self.prog}: {message}").format(), file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="xpiler", description="Migrate tensor-operator kernels between CUDA, HIP, "
+    p = _Parser(prog="xpiler", description="Migrate tensor-operator kernels between CUDA, HIP, "
                                 "BANG C and C/VNNI, and verify every result by running it.")
     p.add_argument("--version", action="version", version=f"xpiler {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -227,14 +248,21 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-o", "--outdir", default="out")
     m.add_argument("--llm", metavar="BACKEND:MODEL")
     m.add_argument("--proposer", choices=["symbolic", "llm", "both"], default="symbolic")
-    m.add_argument("--budget", type=float, default=600.0, metavar="SECONDS")
-    m.add_argument("--no-tune", action="store_true")
+    m.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                   help="wall-clock cap on the whole migration, tests and LLM calls included (default 600)")
+    m.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="the longest one test run may take; candidates get a shorter limit derived from the "
+                        "source's measured run time (default 120)")
+    m.add_argument("--no-tune", action="store_true",
+                   help="accepted for old scripts; tuning is not built, so no migration tunes (the log says tune: false)")
     m.add_argument("--no-perf", action="store_true",
                    help="skip timing the verified kernel against its reference (done only on hardware substrates)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--jobs", type=int, default=2)
     m.add_argument("--cluster", metavar="ADDRESS")
     m.add_argument("--resume", metavar="LOG")
+    m.add_argument("--force", action="store_true",
+                   help="replace files in -o that xpiler did not write, or that were edited since (never the inputs)")
     m.set_defaults(func=cmd_migrate)
 
     t = sub.add_parser("test", help="run a kernel on the best substrate here and compare with its reference")
@@ -251,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("log")
     r.add_argument("--reverify", action="store_true", help="re-run the tests on the substrates available here")
     r.add_argument("--source", help="the source kernel, when it moved since the log was written")
+    r.add_argument("--output", metavar="FILE", help="the output kernel to compare with the re-derived one "
+                   "(default: the file the log names, beside the log or at its recorded path)")
     r.set_defaults(func=cmd_replay)
 
     b = sub.add_parser("bench", help="benchmarks over the example suite (--list: the example instances)")
@@ -287,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     if not getattr(a, "command", None):
         parser.print_help()
+        print(XPError("XP1205", detail="no command given").format(), file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         return a.func(a)
