@@ -13,7 +13,7 @@ def test_header_and_events_round_trip(tmp_path):
         log.event("parse", program_hash="abc")
         log.event("pass", name="split", params={"factor": 4}, applied=True, in_hash="abc", out_hash="def")
     header, events = read_log(p)
-    assert header["type"] == "header" and header["schema"] == 1 and header["target"] == "cuda"
+    assert header["type"] == "header" and header["schema"] == 2 and header["target"] == "cuda"
     assert header["version"] and "git" in header
     assert [e["type"] for e in events] == ["parse", "pass"]
     assert [e["seq"] for e in events] == [0, 1]

@@ -94,6 +94,13 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4005", "error", "no pass pipeline from {src} to {dst} for this kernel: {why}", "See docs/passes.md for what each direction supports."),
     ("XP4006", "error", "replay diverged at event {seq} ({what}): expected hash {want}, got {got}", "The source, the tool version or the log changed since the log was written."),
     ("XP4007", "error", "not a provenance log: {path} ({why})", "Give the provenance.jsonl that `xpiler migrate` wrote."),
+    ("XP4008", "error", "the provenance log {path} is incomplete: {why}", "Replay needs the whole log of a finished migration, ending with its `end` event. A log cut short (an interrupted run) can be finished with `xpiler migrate --resume LOG`; replay the log that run writes."),
+    ("XP4009", "error", "replay could not re-apply event {seq} ({what}): {why}", "The logged step does not run as logged: its pass name, parameters or program text were edited, or the tool changed since the log was written."),
+    ("XP4010", "error", "the log header's {key} does not match what replay re-derives: {detail}", "The header was edited after the migration, or the spec file changed since. Re-run the migration to get a log of what is done now."),
+    ("XP4011", "error", "{path} was changed after the migration: its sha256 is {got}, the log recorded {want}", "The file on disk is not the output the log vouches for: restore it or re-run the migration (--output FILE compares another copy)."),
+    ("XP4012", "warning", "the {role} file named by the log is gone ({path}): it was not compared with the re-derived output", "Give --output FILE to compare a copy kept elsewhere."),
+    ("XP4013", "error", "the log was edited after it was written: its lines hash to {got}, the end event recorded {want}", "Restore the log as written, or re-run the migration."),
+    ("XP4014", "error", "the log's end event disagrees with its {what}: {detail}", "The end event or the events before it were edited; re-run the migration."),
     ("XP4101", "warning", "host API '{name}' has no {dst} counterpart", "See docs/api-mapping.md; the call is left as a comment for you to port."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),

@@ -3,8 +3,11 @@
 The first line is the header (schema version, tool version and git revision, source hash,
 spec, target, toolchain versions, substrates, seeds, LLM backend and model, configuration);
 every later line is one event: ``parse``, ``pass``, ``llm_call``, ``test``, ``repair``,
-``tune``, ``output``. Each event carries a sequence number and a timestamp. A run killed
-half-way keeps every event up to its last step (each line is flushed and fsync'ed).
+``tune``, ``output``, ``perf``, ``note``, and last ``end``, the closing event of a finished run
+(:meth:`ProvenanceLog.end`: the SHA-256 of every output file as written, the output program
+hash, the verified flag and the SHA-256 of every line before it). Each event carries a sequence
+number and a timestamp. A run killed half-way keeps every event up to its last step (each line
+is flushed and fsync'ed) but has no ``end`` event, so ``xpiler replay`` refuses it as incomplete.
 Secrets never appear: every object goes through :func:`redact` before it is written.
 """
 from __future__ import annotations
@@ -21,8 +24,8 @@ from typing import Any, Iterator
 
 from . import __version__
 
-SCHEMA_VERSION = 1
-EVENT_TYPES = ("parse", "pass", "llm_call", "test", "repair", "tune", "output", "perf", "note")
+SCHEMA_VERSION = 2   # 2: logs of finished runs end with an ``end`` event (replay requires it)
+EVENT_TYPES = ("parse", "pass", "llm_call", "test", "repair", "tune", "output", "perf", "note", "end")
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|authorization|token|secret|password)", re.I)
 _SECRET_VALUES = [re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), re.compile(r"Bearer\s+[A-Za-z0-9._\-]+"),
@@ -66,6 +69,25 @@ def sha256_text(text: str | bytes) -> str:
     return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 
+def sha256_file(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def log_lines(path: str | Path) -> list[bytes]:
+    """The complete lines of a log as written (no newline; blank lines and a torn last line left out)."""
+    data = Path(path).read_bytes()
+    lines = [ln for ln in data.split(b"\n")[:-1] if ln.strip()]   # the text after the last newline is torn
+    return lines
+
+
+def lines_sha256(lines: list[bytes]) -> str:
+    """The digest the ``end`` event records: SHA-256 over every line before it, each with its newline."""
+    h = hashlib.sha256()
+    for ln in lines:
+        h.update(ln + b"\n")
+    return h.hexdigest()
+
+
 def git_revision() -> str | None:
     try:
         root = Path(__file__).resolve().parent.parent
@@ -103,9 +125,13 @@ class ProvenanceLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._seq = 0
+        self._digest = hashlib.sha256()   # over every line written so far (the end event records it)
+        self._last_output: dict | None = None
         if append and self.path.is_file():
             _, events = read_log(self.path)
             self._seq = (events[-1]["seq"] + 1) if events else 0
+            for ln in log_lines(self.path):
+                self._digest.update(ln + b"\n")
             self._f = open(self.path, "a", encoding="utf-8")
         else:
             self._f = open(self.path, "w", encoding="utf-8")
@@ -115,7 +141,9 @@ class ProvenanceLog:
             self._write(h)
 
     def _write(self, obj: dict) -> None:
-        self._f.write(json.dumps(redact(obj), sort_keys=False, default=str) + "\n")
+        line = json.dumps(redact(obj), sort_keys=False, default=str)
+        self._digest.update(line.encode() + b"\n")
+        self._f.write(line + "\n")
         self._f.flush()
         try:
             os.fsync(self._f.fileno())
@@ -128,7 +156,26 @@ class ProvenanceLog:
         ev = {"type": type, "seq": self._seq, "time": round(time.time(), 3), **fields}
         self._seq += 1
         self._write(ev)
+        if type == "output":
+            self._last_output = ev
         return ev
+
+    def end(self, files: dict[str, str | Path | None], **fields) -> dict:
+        """Write the closing event of a finished run: ``files`` maps a role (``output``, ``spec``,
+        ``failing_test``) to a file just written (None: not written); each is recorded with its
+        absolute path, its path relative to the log's folder and the SHA-256 of its bytes. The
+        output program hash and verified flag are those of the last ``output`` event; ``log_sha256``
+        covers every line before this one. Replay refuses a log without it."""
+        recs = []
+        base = self.path.resolve().parent
+        for role, p in files.items():
+            if p is None or not Path(p).is_file():
+                continue
+            p = Path(p).resolve()
+            recs.append({"role": role, "path": str(p), "rel": os.path.relpath(p, base), "sha256": sha256_file(p)})
+        out = self._last_output or {}
+        return self.event("end", program_hash=out.get("program_hash"), verified=bool(out.get("verified")),
+                          files=recs, log_sha256=self._digest.hexdigest(), **fields)
 
     def close(self) -> None:
         if not self._f.closed:

@@ -552,6 +552,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         result.report_path = write_report(outdir, src, sspec, result, log.path)
     except ImportError:
         pass
+    # the closing event: the hashes of the files as written (replay requires it; docs/provenance.md)
+    log.end({"output": result.output_path, "spec": result.spec_path, "failing_test": result.failing_test})
     log.close()
     shutil.rmtree(work, ignore_errors=True)
     return result
