@@ -31,7 +31,7 @@ CASES = [
     ("bad_fragment", "cuda", "__global__ void k() {\n  wmma::fragment<wmma::matrix_q, 16, 16> f;\n}\n",
      "XP1110", 2, "fragment"),
     ("unbalanced_paren", "bang", "__mlu_global__ void k(float* a) {\n  __memcpy(a, a, 4, NRAM2NRAM;\n}\n",
-     "XP1101", None, "syntax"),
+     "XP1107", 2, "unbalanced '('"),
     ("empty", "c", "/* only a comment */\n", "XP1114", 1, "empty"),
     ("static_cast_unclosed", "cuda", "__device__ int f(float x) {\n  return static_cast<int(x);\n}\n",
      "XP1107", 2, "unbalanced"),

@@ -60,6 +60,8 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1028", "error", "argument entry {index} has no name", "Every [[args]] entry needs `name`."),
     ("XP1029", "error", "duplicate instance name '{name}'", "Names in [[shapes]] must be unique and not 'base'."),
     ("XP1030", "note", "could not infer {what}", "Fill it in by hand; the proposed spec marks it with a TODO comment."),
+    ("XP1031", "error", "launch {key} = {value} in {instances} is beyond the {dialect} limit ({limit})", "cuda/hip: grid x <= 2^31-1, grid y and z <= 65535, block x and y <= 1024, z <= 64, at most 1024 threads per block, shared memory <= 227 KiB (cuda) or 64 KiB (hip); bang: taskDim = x*y*z <= 65536, a multiple of 4n for UNIONn. A grid-stride loop covers any size with a bounded grid."),
+    ("XP1032", "error", "instance '{instance}' needs {size} for its arrays; the limit is {limit}", "Verification instances must fit in memory several times over (inputs, outputs, the reference's and the child run's copies): use smaller [sizes] or [[shapes]]."),
     # --- command line / files ----------------------------------------------------------------
     ("XP1201", "error", "file not found: {path}", "Check the path."),
     ("XP1202", "error", "cannot tell the dialect of {path}", "Use .cu (cuda), .hip (hip), .mlu (bang) or .c/.cc/.cpp (c), or pass a spec with `dialect`."),
@@ -86,6 +88,10 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP2110", "error", "reference returned {got} arrays; the spec has {want} out/inout arguments", "Return the out/inout arrays in signature order."),
     ("XP2111", "error", "harness failed: {detail}", "Internal harness problem; please report it with the job folder."),
     ("XP2112", "error", "GPU launch failed: {detail}", "The launch configuration or shared-memory size of this instance is not valid on this GPU; check the spec's [launch] section, or run `xpiler test` on the kernel."),
+    ("XP2113", "error", "null pointer dereference found by AddressSanitizer: {detail}", "The kernel read or wrote through a null pointer (the address is in the zero page): a pointer that was never set, or a missing argument. The first frame of the report (attached) gives the line."),
+    ("XP2114", "error", "access through an invalid pointer found by AddressSanitizer: {detail}", "The kernel used an address that is not mapped at all (an uninitialised or garbage pointer, or an index far outside every buffer); see the attached report for the line."),
+    ("XP2115", "error", "use of memory outside its lifetime found by AddressSanitizer: {detail}", "Use after free, after return or after scope, or a double or invalid free; see the attached report for where the memory was freed."),
+    ("XP2116", "error", "memory error found by AddressSanitizer: {detail}", "AddressSanitizer stopped the run for a reason other than an out-of-bounds, null or freed-memory access (e.g. a stack overflow or an arithmetic fault); the report is attached."),
     # --- passes and migration ---------------------------------------------------------------------
     ("XP4001", "error", "{pass_name} refused: {why}", "The rewrite would change the program's meaning here; the search tries other parameters or passes."),
     ("XP4002", "error", "{pass_name} does not apply: {why}", "Nothing in the program matches what this pass rewrites."),

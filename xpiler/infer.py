@@ -98,7 +98,11 @@ def infer_spec(src: Path) -> tuple[str, list[XPError]]:
     dialect = dialect_of(src)
     if dialect is None:
         raise XPError("XP1202", path=src, file=src)
-    text = _strip_comments(src.read_text())
+    from .signature import check_source_text
+    from .source_text import read_source
+    raw = read_source(src)
+    check_source_text(raw, src)  # a binary or empty file says so (XP1108/XP1114), as parse/test/migrate do
+    text = _strip_comments(raw)
     notes = _Notes()
     if dialect == "c":
         return _infer_c(src, text, notes)

@@ -72,6 +72,10 @@ class Kernel:
             return self._call_on_device(args, scalars)
         arrays = {}
         for a, x in zip(arrays_spec, args):
+            if a.role in ("out", "inout") and isinstance(x, np.ndarray) and not x.flags.writeable:
+                # it would be left unfilled without a word: refuse before running
+                raise XPError("XP1206", detail=f"argument '{a.name}' ({a.role}) is a read-only numpy array, but the "
+                                               f"kernel writes it; pass a writeable array (e.g. np.array(x) or x.copy())")
             if hasattr(x, "detach"):  # a torch tensor
                 x = x.detach().cpu().numpy()
             arrays[a.name] = np.ascontiguousarray(np.asarray(x), dtype=NUMPY[a.dtype])
@@ -93,8 +97,8 @@ class Kernel:
         res = tuple(outs[a.name] for a in self.spec.outputs)
         # write results back into the caller's numpy output arrays, like a kernel would
         for a, x in zip(arrays_spec, args):
-            if a.role in ("out", "inout") and isinstance(x, np.ndarray) and x.flags.writeable:
-                x.reshape(-1)[:] = outs[a.name].reshape(-1)
+            if a.role in ("out", "inout") and isinstance(x, np.ndarray):
+                x[...] = outs[a.name].reshape(x.shape)   # also fills strided (non-contiguous) arrays in place
         return res[0] if len(res) == 1 else res
 
     def _call_on_device(self, args, scalars):

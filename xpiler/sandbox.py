@@ -34,6 +34,72 @@ class RunOutcome:
         return self.reason == "ok"
 
 
+@dataclass(frozen=True)
+class AsanReport:
+    """What an AddressSanitizer report says, sorted into kinds a user acts on differently.
+
+    ``kind``: ``out-of-bounds`` (heap/stack/global buffer overflow), ``null`` (a SEGV/BUS on an
+    address in the zero page: a null pointer, maybe plus an offset), ``wild`` (a SEGV/BUS on any
+    other unmapped address: an uninitialised or garbage pointer), ``lifetime`` (use after free or
+    return or scope, double or invalid free), ``other`` (stack overflow, FPE, …)."""
+    kind: str
+    bug: str              # ASan's own name: heap-buffer-overflow, SEGV, heap-use-after-free, …
+    access: str = ""      # READ / WRITE (+ size) when the report says
+    address: str = ""
+    where: str = ""       # file:line in function, from the first frame / SUMMARY
+
+    def describe(self) -> str:
+        parts = [self.bug]
+        if self.access:
+            parts.append(self.access.lower())
+        if self.address:
+            parts.append(f"at address {self.address}")
+        if self.where:
+            parts.append(f"in {self.where}")
+        return " ".join(parts)
+
+
+_OOB = ("heap-buffer-overflow", "stack-buffer-overflow", "global-buffer-overflow", "stack-buffer-underflow",
+        "dynamic-stack-buffer-overflow", "container-overflow", "intra-object-overflow")
+_LIFETIME = ("heap-use-after-free", "stack-use-after-return", "stack-use-after-scope", "double-free",
+             "attempting double-free", "attempting free", "bad-free", "alloc-dealloc-mismatch", "use-after-poison")
+
+
+def classify_asan(stderr: str) -> AsanReport | None:
+    """Sort an AddressSanitizer report (None when ``stderr`` has none)."""
+    import re
+    m = re.search(r"ERROR: AddressSanitizer: (.+)", stderr)
+    if not m:
+        return None
+    head = m.group(1).strip()
+    bug = head.split(" on ")[0].split(" (")[0].split(":")[0].strip()
+    addr = re.search(r"(?:address|unknown address) (0x[0-9a-fA-F]+)", head)
+    address = addr.group(1) if addr else ""
+    acc = re.search(r"\b(READ|WRITE) of size (\d+)", stderr)
+    access = f"{acc.group(1)} of size {acc.group(2)}" if acc else ""
+    if not access:
+        acc = re.search(r"caused by a (READ|WRITE) memory access", stderr)
+        access = acc.group(1) if acc else ""
+    where = ""
+    summ = re.search(r"SUMMARY: AddressSanitizer: \S+ (\S+?):(\d+)(?::\d+)? in (\S+)", stderr)
+    if summ:
+        where = f"{Path(summ.group(1)).name}:{summ.group(2)} ({summ.group(3)})"
+    low = bug.lower()
+    if any(low.startswith(k) for k in _OOB):
+        kind = "out-of-bounds"
+    elif any(low.startswith(k) for k in _LIFETIME):
+        kind = "lifetime"
+    elif low.startswith(("segv", "bus")) and "unknown address" in head:
+        try:
+            near_zero = int(address, 16) < 4096 if address else False
+        except ValueError:
+            near_zero = False
+        kind = "null" if near_zero or "zero page" in stderr else "wild"
+    else:
+        kind = "other"
+    return AsanReport(kind, bug, access, address, where)
+
+
 def _limits(mem_mb: int | None, sanitized: bool):
     def apply():
         os.setsid()

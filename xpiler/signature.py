@@ -10,14 +10,30 @@ from pathlib import Path
 
 from .diagnostics import XPError
 from .infer import _dtype_of, _params, _strip_comments
+from .source_text import read_source
 from .spec import Spec
 
 _FAMILY = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "int8": "i8", "uint8": "i8", "int16": "i16",
            "int32": "i32", "int64": "i64"}
 
 
+def check_source_text(text: str, src: Path) -> None:
+    """What is wrong with the file comes before what is wrong with the spec: a binary file (a NUL
+    byte) is XP1108 and a file without a single declaration is XP1114, as ``xpiler parse`` says,
+    never "entry not found" (XP1017). Undecodable bytes are XP1108 already (``read_source``)."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise XPError("XP1108", file=src, line=line, path=src, detail=f"a NUL byte at line {line}: not a text file")
+    code = re.sub(r"(?m)^[ \t]*#.*(?:\\\n.*)*$", "", _strip_comments(text))  # comments, preprocessor lines
+    if not code.strip():
+        raise XPError("XP1114", file=src, line=1, col=1)
+
+
 def check_signature(src: Path, spec: Spec) -> None:
-    text = _strip_comments(Path(src).read_text())
+    raw = read_source(src)
+    check_source_text(raw, Path(src))
+    text = _strip_comments(raw)
     params = _params(text, spec.entry)
     if params is None:
         raise XPError("XP1017", entry=spec.entry, path=src, file=spec.path)

@@ -29,6 +29,32 @@ def dialect_of(path) -> str:
     return d
 
 
+_CLOSER = {")": "(", "]": "[", "}": "{"}
+
+
+def unbalanced_bracket(toks):
+    """The token of the first bracket that has no partner, or None when ( ) [ ] { } balance.
+
+    A closer that does not match the innermost open bracket is the stray one when no bracket
+    of its kind is open; otherwise the innermost open bracket is the one left unclosed. At the
+    end of input, the innermost bracket still open is reported (gcc points there too)."""
+    stack = []
+    for t in toks:
+        if t.kind != "punct" or t.text not in "()[]{}" or (t.out is not None and t.out.strip() != t.text):
+            continue
+        if t.text in "([{":
+            stack.append(t)
+            continue
+        want = _CLOSER[t.text]
+        if stack and stack[-1].text == want:
+            stack.pop()
+        elif any(o.text == want for o in stack):
+            return stack[-1]
+        else:
+            return t
+    return stack[-1] if stack else None
+
+
 def parse_text(text: str, dialect: str, file: str = "<input>") -> Program:
     if dialect not in DIALECTS:
         raise fe_error("XP1109", file, dialect=dialect)
@@ -42,6 +68,9 @@ def parse_text(text: str, dialect: str, file: str = "<input>") -> Program:
     try:
         ast = parser.parse(prep.text, "<xpiler-prelude>")
     except c_parser.ParseError as e:
+        ub = unbalanced_bracket(prep.toks)
+        if ub is not None:  # the usual cause of a parse error far from the mistake (or at end of input)
+            raise fe_error("XP1107", file, ub.line, ub.col, token=ub.text) from None
         m = re.match(r"(.*?):(\d+):(\d+): before: (.*)", str(e))
         if m:
             line, col = int(m.group(2)), int(m.group(3))
@@ -81,10 +110,11 @@ def parse_text(text: str, dialect: str, file: str = "<input>") -> Program:
 def parse_file(path, dialect: str | None = None) -> Program:
     path = Path(path)
     dialect = dialect or dialect_of(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise fe_error("XP1108", str(path), path=str(path), detail=e.__class__.__name__ + ": " + str(e)) from None
+    from ..source_text import read_source
+    text = read_source(path)  # XP1108 when unreadable or not UTF-8 (the same reader as test/migrate/load)
+    if "\x00" in text:  # a binary that happens to decode: not a kernel source
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise fe_error("XP1108", str(path), line, path=str(path), detail=f"a NUL byte at line {line}: not a text file")
     return parse_text(text, dialect, str(path))
 
 

@@ -14,10 +14,38 @@ from .redact import redact
 
 LogSink = Callable[[dict], None]
 
-# verdicts an llm_call event may carry (docs/llm.md explains each)
-VERDICTS = ("passed", "failed_test", "candidate", "rejected_garbage", "rejected_entry", "rejected_parse",
-            "rejected_structure", "rejected_duplicate", "error_timeout", "error_http", "error_budget",
-            "error_unavailable", "error_replay_miss", "error")
+#: every verdict an llm_call event can carry, and what it means. The list in docs/llm.md is printed
+#: from this table (``python -m xpiler.llm.events``); tests/test_exit_codes.py checks that the doc is
+#: current and that the proposer and the backends produce no verdict outside it.
+VERDICTS: dict[str, str] = {
+    "passed": "screened, compiled and run against the reference: it passed",
+    "failed_test": "well-formed, but it failed its tests (the failure is fed back for one retry)",
+    "candidate": "passed every screen; not tested here (no test hook was given)",
+    "rejected_garbage": "empty, or no function definition in the answer",
+    "rejected_entry": "the entry function is not defined in the answer",
+    "rejected_parse": "unbalanced brackets, an unterminated comment or string, or the front end rejects it",
+    "rejected_structure": "the program is unchanged, or the pass's signature change is absent",
+    "error_timeout": "every attempt timed out (or could not connect) within the retry bound",
+    "error_http": "the endpoint answered with an HTTP error status that retrying did not cure",
+    "error_budget": "the call or token budget, or the migration's --budget deadline, is spent",
+    "error_unavailable": "the backend's package, model or configuration is missing",
+    "error_replay_miss": "replay: the log holds no (further) answer for this prompt",
+    "error": "the backend failed in another way (an unexpected exception; `detail` has its type and message)",
+}
+
+#: ``LLMError.kind`` (xpiler/llm/base.py) -> the verdict its failed call is logged with
+ERROR_VERDICTS = {"timeout": "error_timeout", "http_error": "error_http", "budget": "error_budget",
+                  "unavailable": "error_unavailable", "replay_miss": "error_replay_miss", "error": "error"}
+
+
+def error_verdict(kind: str) -> str:
+    """The verdict of a call that raised an error of ``kind`` (unknown kinds: ``error``)."""
+    return ERROR_VERDICTS.get(kind, "error")
+
+
+def verdicts_markdown() -> str:
+    """The verdict list of docs/llm.md, generated from ``VERDICTS``."""
+    return "\n".join(f"- `{v}`: {why}." for v, why in VERDICTS.items()) + "\n"
 
 
 def llm_event(*, backend: str, model: str, messages: Sequence[dict], response: str | None,
@@ -58,3 +86,8 @@ def emit(log: LogSink | None, event: dict) -> None:
     if log is None:
         return
     log(event)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+    sys.stdout.write(verdicts_markdown())

@@ -17,7 +17,8 @@ from .base import (DEFAULT_MAX_TOKENS, DEFAULT_SEED, BackendHTTPError, BackendTi
                    BudgetExceeded, Completion, LLMError, Message, ReplayMiss, prompt_sha256)
 
 _ERRORS = {"error_timeout": BackendTimeout, "error_http": BackendHTTPError, "error_budget": BudgetExceeded,
-           "error_unavailable": BackendUnavailable}
+           "error_unavailable": BackendUnavailable,
+           "error_http_error": BackendHTTPError}   # the name logs written before the verdict table used
 
 
 def load_llm_events(source: str | Path | Iterable[dict]) -> list[dict]:

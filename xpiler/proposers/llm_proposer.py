@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any, Callable, Mapping, Sequence
 
 from ..llm.base import Backend, LLMError
-from ..llm.events import LogSink, emit, llm_event
+from ..llm.events import LogSink, emit, error_verdict, llm_event
 from .prompts import build_messages, feedback_message, load_template
 from .protocol import Candidate, PassContext, program_text
 from .screen import FENCE_LANG, bracket_error, defined_functions, extract_code, find_parser, pass_happened
@@ -154,7 +154,7 @@ class LLMProposer:
                 kind = e.kind if isinstance(e, LLMError) else "error"
                 detail = str(e) if isinstance(e, LLMError) else f"{type(e).__name__}: {e}"
                 emit(self.log, llm_event(backend=backend_name, model=model, messages=messages, response=None,
-                                         verdict=f"error_{kind}" if kind != "error" else "error",
+                                         verdict=error_verdict(kind),
                                          section_ids=section_ids, pass_name=pass_name, target=target,
                                          attempt=attempt, seed=ctx.seed, detail=detail))
                 return kept

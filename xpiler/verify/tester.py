@@ -22,12 +22,14 @@ from ..diagnostics import XPError
 from ..dtypes import is_float, to_compute
 from ..platforms import get_platform
 from ..platforms.harness import read_outputs, write_job
-from ..sandbox import run_limited
+from ..sandbox import classify_asan, run_limited
 from ..spec import Instance, Spec, load_spec, default_spec_path
 from .inputs import flavour, make_inputs
 from .oracle import reference_outputs, kernel_outputs_as_expected
 
 DEFAULT_SEEDS = (0, 1, 2)
+#: build failures where a compiler rejected the code (XP2004, a missing toolchain, is not one)
+COMPILE_ERRORS = ("XP2001", "XP2002", "XP2003", "XP2005")
 SIMT_SCHEDULES = 4  # cuda/hip on the SIMT emulator: seed s runs under XPS_SCHEDULE = s % SIMT_SCHEDULES
 
 
@@ -74,6 +76,14 @@ class Verdict:
                 "elapsed_s": round(self.elapsed_s, 3), "schedules": self.schedules,
                 "failures": [f.to_json() for f in self.failures],
                 "build_error": self.build_error.to_json() if self.build_error else None}
+
+    @property
+    def does_not_compile(self) -> bool:
+        """The kernel was refused before any run: by its compiler (XP2001-XP2003, XP2005) or as bad
+        input (XP1xxx). Whose fault that is depends on who wrote the kernel (docs/decisions.md): the
+        user's own source is bad input (exit 2); a candidate xpiler generated is not verified."""
+        e = self.build_error
+        return e is not None and (e.code.startswith("XP1") or e.code in COMPILE_ERRORS)
 
     def summary(self) -> str:
         state = "VERIFIED" if self.verified else "FAILED"
@@ -137,6 +147,16 @@ def _compare(spec: Spec, inst: Instance, seed: int, got: dict[str, np.ndarray], 
     return failures, max_abs, max_rel
 
 
+#: AddressSanitizer report kinds (xpiler.sandbox.classify_asan) -> diagnostic and what to call it
+ASAN_KINDS = {
+    "out-of-bounds": ("XP2105", "out-of-bounds access"),
+    "null": ("XP2113", "null pointer dereference"),
+    "wild": ("XP2114", "access through an invalid pointer"),
+    "lifetime": ("XP2115", "use of memory outside its lifetime"),
+    "other": ("XP2116", "memory error"),
+}
+
+
 def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb: int) -> RunFailure:
     log = (oc.stderr or "") + (oc.stdout or "")
     if oc.reason == "timeout":
@@ -144,9 +164,12 @@ def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb:
     if oc.reason == "memory":
         return RunFailure("XP2106", f"kernel run exceeded the memory limit of {mem_mb} MiB", inst.name, seed, log=log)
     if oc.reason == "asan":
-        line = next((ln for ln in log.splitlines() if "ERROR: AddressSanitizer" in ln), "AddressSanitizer report")
-        return RunFailure("XP2105", f"out-of-bounds access found by AddressSanitizer: {line.strip()}", inst.name, seed,
-                          log=log)
+        rep = classify_asan(oc.stderr or "")
+        if rep is None:
+            line = next((ln for ln in log.splitlines() if "AddressSanitizer" in ln), "AddressSanitizer report")
+            return RunFailure("XP2116", f"AddressSanitizer stopped the run: {line.strip()}", inst.name, seed, log=log)
+        code, what = ASAN_KINDS[rep.kind]
+        return RunFailure(code, f"{what} found by AddressSanitizer: {rep.describe()}", inst.name, seed, log=log)
     if oc.reason == "runtime-error":
         lines = [ln for ln in log.splitlines() if ln.startswith("xpiler-runtime-error:")]
         msg = lines[0].split(":", 1)[1].strip() if lines else "emulator runtime error"
@@ -250,7 +273,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                 src_runner = _Runner(Path(against[0]), src_spec, False, workroot, timeout, mem_mb)
         except XPError as e:
             verdict.build_error = e
-            verdict.failures.append(RunFailure(e.code, e.message, "-", -1, log=getattr(e, "log", "")))
+            where = f"{e.location()}: " if e.location() else ""
+            verdict.failures.append(RunFailure(e.code, where + e.message, "-", -1, log=getattr(e, "log", "")))
             return verdict
 
         tasks = [(inst, seed) for inst in insts for seed in seeds]
