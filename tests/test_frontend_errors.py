@@ -22,7 +22,7 @@ CASES = [
     ("try", "cuda", "void f() {\n  try { g(); } catch (...) {}\n}\n", "XP1102", 2, "exception"),
     ("virtual", "cuda", "struct S {\n  virtual void f();\n};\n", "XP1102", 2, "virtual"),
     ("operator", "hip", "float4 operator+(float4 a, float4 b);\n", "XP1102", 1, "operator"),
-    ("reference", "cuda", "__device__ void f(float& x) { x = 1.0f; }\n", "XP1105", 1, "reference"),
+    ("reference", "cuda", "__device__ void f(float&& x) { x = 1.0f; }\n", "XP1105", 1, "reference"),
     ("namespace", "cuda", "__global__ void k(float* a) {\n  a[0] = thrust::max(1.0f, 2.0f);\n}\n", "XP1106", 2, "thrust"),
     ("launch_unclosed", "cuda", "void h(float* a) {\n  k<<<1, 32(a);\n}\n", "XP1111", 2, "launch"),
     ("launch_no_args", "cuda", "void h(float* a) {\n  k<<<1, 32>>>;\n}\n", "XP1111", 2, "launch"),

@@ -75,6 +75,8 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP2003", "error", "C compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
     ("XP2004", "error", "no usable toolchain for {what}: {why}", "Run `xpiler doctor` to see what is missing and how to install it."),
     ("XP2005", "error", "AMDGPU compile failed for {arch}: {detail}", "The clang message is attached."),
+    ("XP2006", "note", "added #include <{header}>: the source uses {use} without including it", "The build put the dialect's standard header before the source (line numbers unchanged); add the #include to the source to make it self-contained."),
+    ("XP2007", "note", "built as C++ with g++ ({why}); the dialect stays c", "Nothing to do: C++ sources of the c dialect are compiled with g++ and called through their C or C++ linkage."),
     # --- verification --------------------------------------------------------------------------
     ("XP2101", "error", "output '{arg}' differs from the expected result: {detail}", "See the first differing elements; the minimized failing case is saved beside the output."),
     ("XP2102", "error", "output '{arg}' has NaN where the expected value is finite (unwritten element or NaN produced): {detail}", "Every output element must be written; outputs are poisoned before each run."),

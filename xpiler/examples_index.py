@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .spec import default_spec_path, dialect_of
 
-KERNEL_EXTS = (".cu", ".hip", ".mlu", ".c")
+KERNEL_EXTS = (".cu", ".hip", ".mlu", ".c", ".cpp", ".cc", ".cxx")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from .errors import XPError, fe_error
 from .lower import Lowerer
 
 EXT_DIALECT = {".cu": "cuda", ".cuh": "cuda", ".hip": "hip", ".mlu": "bang", ".c": "c", ".cc": "c",
-               ".cpp": "c", ".h": "c"}
+               ".cpp": "c", ".cxx": "c", ".h": "c"}
 DIALECTS = ("cuda", "hip", "bang", "c")
 
 

@@ -92,6 +92,7 @@ class Tok:
     line: int
     col: int            # 1-based, in the source
     out: str | None = None   # replacement text (None: unchanged)
+    done: bool = False       # rewritten by the C++ pass (cxx.py): rewrite() leaves it alone
 
     @property
     def o(self) -> str:
@@ -461,6 +462,9 @@ class _Layer:
         while i < nS:
             t = S[i]
             tx = t.text
+            if t.done:
+                i += 1
+                continue
             if t.kind == "id":
                 if tx == "extern" and kind(i + 1) == "str" and text(i + 1) in ('"C"', '"C++"'):
                     if text(i + 2) == "{":
@@ -509,7 +513,12 @@ class _Layer:
                         blank(i, semi)
                     elif text(i + 2) == "=":
                         alias = text(i + 1)
-                        target = " ".join(S[j].text for j in range(i + 3, semi))
+                        for j in range(i + 3, semi):   # using V = __attribute__((vector_size(..))) T;
+                            if S[j].text == "__attribute__" and text(j + 1) == "(":
+                                cl = match_close(j + 1, "(", ")")
+                                self.alias_attrs[alias] = "".join(S[x].text for x in range(j, cl + 1))
+                                blank(j, cl)
+                        target = " ".join(S[j].text for j in range(i + 3, semi) if S[j].out != "")
                         self.using_alias[alias] = target
                         t.out = "typedef"
                         S[i + 1].out = ""
@@ -583,8 +592,8 @@ class _Layer:
                         and prev_sig(i) in (";", "{", "}", "const", None) and tx not in SCALAR_KEYWORDS):
                     S[i + 1].out = f"{S[i + 1].text} = __xp_ctor_{tx}"
                 # C++ references: T& x
-                if is_type_name(tx) and text(i + 1) in ("&", "&&") and kind(i + 2) == "id" and \
-                        text(i + 3) in (",", ")", "=", ";"):
+                if is_type_name(tx) and text(i + 1) in ("&", "&&") and not S[i + 1].done and kind(i + 2) == "id" \
+                        and text(i + 3) in (",", ")", "=", ";"):
                     raise self.err("XP1105", S[i + 1], name=text(i + 2))
                 # unknown type names used in declarations: `Foo bar` at a statement start
                 if (kind(i + 1) == "id" and tx not in TYPE_KEYWORDS and tx not in KNOWN_TYPES
@@ -603,7 +612,10 @@ class _Layer:
                 elif tx == "}" and t.out is None:
                     depth -= 1
                 elif tx == "<<<":
-                    if kind(i - 1) != "id":
+                    kn = i - 1
+                    while kn > 0 and S[kn].out == "" and S[kn].done:   # k<256><<<: template args taken
+                        kn -= 1
+                    if kind(kn) != "id":
                         raise self.err("XP1111", t, detail="no kernel name before <<<")
                     j = i + 1
                     pd = 0
@@ -621,7 +633,7 @@ class _Layer:
                         raise self.err("XP1111", S[j], detail="missing argument list after >>>")
                     t.out = "("
                     S[j].out = ")"
-                    self.launches[sig[i - 1]] = True
+                    self.launches[sig[kn]] = True
                 elif tx == ">>>" and t.out is None:
                     raise self.err("XP1111", t, detail=">>> without <<<")
                 elif tx == "[" and prev_sig(i) in ("=", "(", ",", "return", None) and \
@@ -697,8 +709,17 @@ class _Layer:
 
 
 def prepare(text: str, file: str, dialect: str, parser) -> Prepared:
+    from .cxx import rewrite_cxx
     layer = _Layer(text, file, dialect, parser)
+    layer.internal_ranges = []     # (first, last line) of anonymous namespaces: file-local helpers
+    layer.template_args = {}       # template function -> the one instantiation substituted
+    layer.alias_attrs = {}         # using-alias -> its __attribute__((..)) text (vector types)
     layer.take_trivia()
     layer.expand_macros()
+    rewrite_cxx(layer)
     layer.rewrite()
-    return layer.assemble(set())
+    prep = layer.assemble(set())
+    prep.internal_ranges = layer.internal_ranges
+    prep.template_args = layer.template_args
+    prep.alias_attrs = layer.alias_attrs
+    return prep

@@ -9,6 +9,7 @@ from ..ir import nodes as N
 from ..ir.intrinsics import REGISTRY, canonical_name
 from .dialect import KIND_QUALS, SCOPE_QUALS, Prepared
 from .errors import XPError, fe_error
+from .cxx import AUTO, STD_PREFIX
 from .macros import macro_expr_ast
 
 SCALAR_NAMES = {
@@ -61,6 +62,9 @@ class Lowerer:
         self.gen = c_generator.CGenerator()
         self.in_kernel_params = False
         self.ctx_func = None
+        self.scope: dict = {}         # name -> IR type of the variables in view (for auto, std::)
+        self.globals: dict = {}
+        self.func_ret: dict = {}      # function -> return type
 
     # ------------------------------------------------------------------ helpers
     def loc(self, node):
@@ -151,10 +155,17 @@ class Lowerer:
         quals = self.p.quals_for(td.coord.line, td.coord.column)
         ty = self.type(td.type)
         attrs = tuple(q for q in quals if q.startswith("__attribute__") or q.startswith("__align"))
+        if td.name in getattr(self.p, "alias_attrs", {}):
+            attrs = attrs + (self.p.alias_attrs[td.name],)
         m = next((re.search(r"ext_vector_type\s*\(\s*(\d+)\s*\)", q) for q in attrs
                   if "ext_vector_type" in q), None)
-        if m and isinstance(ty, N.Scalar):
-            ty = N.Vector(ty, int(m.group(1)), td.name)
+        lanes = int(m.group(1)) if m else None
+        vs = next((re.search(r"__vector_size__\s*\((.*)\)\s*\)\s*\)\s*$|vector_size\s*\((.*)\)\s*\)\s*\)\s*$", q)
+                   for q in attrs if "vector_size" in q), None)
+        if vs and isinstance(ty, N.Scalar):
+            lanes = _vector_lanes(vs.group(1) or vs.group(2), ty.dtype)
+        if lanes and isinstance(ty, N.Scalar):
+            ty = N.Vector(ty, lanes, td.name)
         elif isinstance(ty, N.Scalar):
             pass
         self.typedefs[td.name] = ty
@@ -197,11 +208,17 @@ class Lowerer:
             if s not in attrs:
                 attrs.append(s)
         if self.p.dialect == "c" and kind == "host" and body is not None:
-            kind = "device" if "static" in attrs else "kernel"
+            internal = any(a <= d.coord.line <= b for a, b in getattr(self.p, "internal_ranges", ()))
+            kind = "device" if "static" in attrs or "inline" in attrs or internal else "kernel"
+            if internal and "static" not in attrs:
+                attrs.append("static")
         fdecl = d.type
         ret = self.type(fdecl.type)
+        self.func_ret[d.name] = ret
         params = []
         self.ctx_func = kind
+        if body is not None:
+            self.scope = dict(self.globals)
         if fdecl.args is not None:
             for pd in fdecl.args.params:
                 if isinstance(pd, c_ast.ID):
@@ -219,6 +236,8 @@ class Lowerer:
                 if kind == "kernel" and isinstance(t, N.Pointer) and self.p.dialect != "c":
                     t = t.with_(scope="global")
                 params.append(N.Param(pd.name or "", t, loc=self.loc(pd)))
+                if pd.name:
+                    self.scope[pd.name] = t
         b = self.block(body) if body is not None else None
         self.ctx_func = None
         return N.Func(d.name, tuple(params), ret, b, kind, tuple(attrs), loc=self.loc(d))
@@ -313,7 +332,118 @@ class Lowerer:
                     and d.init.name.name.startswith("__xp_ctor_") and self._ctor_decl(d):
                 ctor = True
             init = self.expr(d.init)
+        if _is_auto(ty):
+            ty = self._auto_type(d, ty, init)
+        (self.globals if top else self.scope)[d.name] = ty
         return N.Decl(d.name, ty, init, scope, tuple(storage), tuple(attrs), ctor, loc=self.loc(d))
+
+    # ------------------------------------------------------------------ auto and std:: (C++ sources)
+    def _auto_type(self, d, ty, init):
+        t = self.type_of(init) if init is not None else None
+        if t is None or isinstance(t, N.Scalar) and t.dtype in ("void", "str"):
+            raise self.err("XP1141", d, name=d.name)
+        if isinstance(t, N.Array):
+            t = N.Pointer(t.elem)
+        if isinstance(t, (N.Scalar, N.Named, N.Vector)):
+            t = t.with_(const=ty.const)
+        return t
+
+    def _resolve(self, t):
+        while isinstance(t, N.Named) and t.target is not None:
+            t = t.target
+        return t
+
+    def type_of(self, e):
+        """Best-effort static type of a lowered expression (None when unknown)."""
+        if isinstance(e, N.Const):
+            if e.dtype in ("str", "char"):
+                return N.Scalar("char", "char") if e.dtype == "char" else None
+            if e.dtype == "void":
+                return None
+            return N.Scalar(e.dtype, {"float32": "float", "float64": "double", "int32": "int", "uint32": "unsigned",
+                                      "int64": "long", "uint64": "unsigned long", "bool": "bool"}.get(e.dtype, e.dtype))
+        if isinstance(e, N.Var):
+            return self.scope.get(e.name, self.globals.get(e.name))
+        if isinstance(e, N.Builtin):
+            return N.Scalar("uint32", "unsigned")
+        if isinstance(e, N.Cast):
+            return e.type
+        if isinstance(e, N.SizeOf):
+            return N.Scalar("uint64", "size_t")
+        if isinstance(e, N.Index):
+            t = self._resolve(self.type_of(e.base))
+            if isinstance(t, (N.Pointer, N.Array)):
+                return t.elem
+            if isinstance(t, N.Vector):
+                return t.elem
+            return None
+        if isinstance(e, N.UnOp):
+            t = self.type_of(e.operand)
+            if e.op == "&":
+                return N.Pointer(t) if t is not None else None
+            if e.op == "*":
+                t = self._resolve(t)
+                return t.elem if isinstance(t, (N.Pointer, N.Array)) else None
+            if e.op == "!":
+                return N.Scalar("bool", "bool")
+            return t
+        if isinstance(e, N.BinOp):
+            if e.op in ("<", ">", "<=", ">=", "==", "!=", "&&", "||"):
+                return N.Scalar("bool", "bool")
+            lt, rt = self._resolve(self.type_of(e.lhs)), self._resolve(self.type_of(e.rhs))
+            if e.op in ("+", "-") and isinstance(lt, (N.Pointer, N.Array)):
+                return N.Pointer(lt.elem) if isinstance(lt, N.Array) else lt
+            if e.op == "+" and isinstance(rt, (N.Pointer, N.Array)):
+                return N.Pointer(rt.elem) if isinstance(rt, N.Array) else rt
+            if e.op in ("<<", ">>"):
+                return lt
+            return _arith(lt, rt)
+        if isinstance(e, N.Cond):
+            return _arith(self._resolve(self.type_of(e.then)), self._resolve(self.type_of(e.else_)))
+        if isinstance(e, N.Call) and isinstance(e.func, str):
+            if e.func in self.func_ret:
+                return self.func_ret[e.func]
+            if e.func in VECTOR_NAMES or e.func in SCALAR_NAMES:
+                return self.type_from_name(e.func)
+            return None
+        if isinstance(e, N.Intrinsic):
+            d = REGISTRY.get(e.name)
+            if d is not None and d.category == "math":
+                if e.name.endswith("f") and e.name not in ("erf",):
+                    return N.Scalar("float32", "float")
+                if e.args:
+                    return _arith(self._resolve(self.type_of(e.args[0])),
+                                  self._resolve(self.type_of(e.args[-1])) if len(e.args) > 1 else None)
+            if d is not None and isinstance(d.ret, str) and d.ret.startswith("__m"):
+                return N.Named(d.ret)
+            return None
+        if isinstance(e, N.AssignExpr):
+            return self.type_of(e.target)
+        if isinstance(e, N.Comma) and e.items:
+            return self.type_of(e.items[-1])
+        return None
+
+    def std_call(self, name, args, loc):
+        """``std::name(args)`` in the C spelling the argument types select."""
+        ts = [self._resolve(self.type_of(a)) for a in args]
+        dts = [t.dtype if isinstance(t, N.Scalar) else None for t in ts]
+        flt = all(dt == "float32" or dt is None for dt in dts) and "float32" in dts
+        if any(dt in ("float16", "bfloat16") for dt in dts):
+            flt = False
+        integral = all(dt is not None and dt.startswith(("int", "uint", "char", "bool")) for dt in dts) and dts
+        if name in ("max", "min"):
+            if flt or (all(dt in ("float32", "float64", None) for dt in dts) and "float64" in dts):
+                key = ("fmaxf" if name == "max" else "fminf") if flt else ("fmax" if name == "max" else "fmin")
+                return N.Intrinsic(key, args, loc=loc)
+            return N.Intrinsic(name, args, loc=loc)
+        if name == "abs":
+            if integral:
+                return N.Call("abs", args, loc=loc)
+            name = "fabs"
+        key = name + "f" if flt and name + "f" in REGISTRY else name
+        if key in REGISTRY:
+            return N.Intrinsic(key, args, loc=loc)
+        return N.Call(key, args, loc=loc)
 
     def _ctor_decl(self, d):
         # the dialect layer wrote "name = __xp_ctor_T(" for a `T name(args)` declaration
@@ -493,6 +623,8 @@ class Lowerer:
             if d.init is None or not isinstance(d.type, c_ast.TypeDecl):
                 return None
             vtype = self.type(d.type)
+            if _is_auto(vtype):
+                vtype = self._auto_type(d, vtype, self.expr(d.init))
             if not (isinstance(vtype, N.Scalar) and vtype.dtype.startswith(("int", "uint"))) or vtype.const:
                 return None
             var, lo = d.name, self.expr(d.init)
@@ -588,6 +720,8 @@ class Lowerer:
                 name = e.name.name
                 if name.startswith("__xp_ctor_"):
                     return N.Call(name[len("__xp_ctor_"):], args, loc=loc)
+                if name.startswith(STD_PREFIX):
+                    return self.std_call(name[len(STD_PREFIX):], args, loc)
                 if name.startswith("__xpw_"):
                     name = "wmma::" + name[6:]
                 key = canonical_name(name, self.p.dialect)
@@ -635,3 +769,44 @@ class Lowerer:
         dt = ("uint64" if "l" in suf else "uint32") if "u" in suf else ("int64" if "l" in suf or val > 2**31 - 1
                                                                          else "int32")
         return N.Const(val, dt, v, loc=loc)
+
+
+def _is_auto(t) -> bool:
+    return isinstance(t, N.Named) and t.name == AUTO
+
+
+_RANK = ["bool", "char", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+         "bfloat16", "float32", "float64"]
+
+
+def _arith(lt, rt):
+    """The type of ``a op b`` for scalar operands (usual arithmetic conversions, simplified)."""
+    if lt is None or rt is None:
+        return lt or rt
+    if isinstance(lt, N.Vector):
+        return lt
+    if isinstance(rt, N.Vector):
+        return rt
+    if isinstance(lt, N.Scalar) and isinstance(rt, N.Scalar):
+        a, b = lt.dtype, rt.dtype
+        if a in _RANK and b in _RANK:
+            w = max(a, b, key=_RANK.index)
+            if _RANK.index(w) < _RANK.index("int32"):
+                return N.Scalar("int32", "int")
+            return (lt if w == a else rt).with_(const=False)
+    return lt
+
+
+def _vector_lanes(expr: str, dtype: str):
+    """Lanes of ``__attribute__((vector_size(expr)))`` over elements of ``dtype``."""
+    sizes = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1,
+             "char": 1, "int16": 2, "uint16": 2, "int64": 8, "uint64": 8}
+    e = re.sub(r"sizeof\s*\(\s*([^()]*)\)",
+               lambda m: str(sizes.get(SCALAR_NAMES.get(" ".join(m.group(1).split()), ""), 0)), expr)
+    if not re.fullmatch(r"[\d\s*+()/-]+", e) or dtype not in sizes:
+        return None
+    try:
+        nbytes = int(eval(e, {"__builtins__": {}}))
+    except Exception:
+        return None
+    return nbytes // sizes[dtype] if nbytes % sizes[dtype] == 0 and nbytes > 0 else None

@@ -3,6 +3,11 @@
 Substrate ``hw:cpu-avx512vnni`` when the CPU has AVX-512 VNNI (the examples' dpbusd/dpwssd
 run natively), otherwise ``emu:simde-cpu``: an ``immintrin.h`` wrapper that adds SIMD
 Everywhere's portable implementations.  ``XPILER_C_SUBSTRATE=simde`` forces the portable path.
+
+A c-dialect source written as C++ (``.cpp/.cc/.cxx``, or C++-only spellings such as
+``extern "C"``, ``static_cast`` or ``std::exp``) is compiled with g++; standard headers the
+source uses without including them are put before its ``#line 1`` (platforms/prelude.py).
+Both facts are reported as notes (XP2007, XP2006) in the verdict.
 """
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import compile_cached, content_key, tree_digest, which
-from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source, rename_entry
+from .prelude import cxx_reason, prepare_c
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
 
@@ -32,6 +38,7 @@ def simde_available() -> bool:
 
 class CPlatform:
     dialect = "c"
+    notes: list = []   # XP2006/XP2007 notes of the last build (headers added, built as C++)
 
     def _mode(self) -> str:
         forced = os.environ.get("XPILER_C_SUBSTRATE", "").lower()
@@ -57,7 +64,11 @@ class CPlatform:
         return rows
 
     def prepare(self, text: str, filename: str) -> str:
-        return text
+        """The text gcc/g++ compiles: missing standard headers, ``#line 1``, the source."""
+        return prepare_c(text, filename).text
+
+    def is_cxx(self, src: Path) -> bool:
+        return bool(cxx_reason(Path(src).read_text(), str(src)))
 
     def _flags(self, sanitize: bool) -> list[str]:
         mode = self._mode()
@@ -74,16 +85,29 @@ class CPlatform:
         if not which("gcc"):
             raise XPError("XP2004", what="c", why="gcc not found")
         src = Path(src)
-        text = src.read_text()
-        main = main_source(spec, "kernel.c", cxx=False, timing=timing)
-        flags = self._flags(sanitize)
-        key = content_key("c", text, main, " ".join(flags), tree_digest(RUNTIME_DIR / "common"))
-        return compile_cached(key, {"kernel.c": f'#line 1 "{src.name}"\n' + text, "main.c": main},
-                              ["gcc", *flags, "main.c", "-o", "run", "-lm"], "XP2003", src)
+        prep = prepare_c(src.read_text(), src.name)
+        self.notes = prep.notes(str(src))
+        # a kernel named exp/sin/abs is renamed for the build (no clash with libm; harness.py)
+        text = rename_entry(prep.text, spec.entry, c_language=not prep.cxx)
+        if prep.cxx:
+            # C++ written as the c dialect: the kernel is included into a C++ main, so an entry
+            # with C++ linkage (no extern "C") is called as well as one with C linkage
+            if not which("g++"):
+                raise XPError("XP2004", what="c (C++ source)", why="g++ not found")
+            main = main_source(spec, "kernel.cpp", cxx=True, timing=timing)
+            files = {"kernel.cpp": text, "main.cpp": main}
+            argv = ["g++", "-std=gnu++17", *self._flags(sanitize), "main.cpp", "-o", "run", "-lm"]
+        else:
+            main = main_source(spec, "kernel.c", cxx=False, timing=timing)
+            files = {"kernel.c": text, "main.c": main}
+            argv = ["gcc", *self._flags(sanitize), "main.c", "-o", "run", "-lm"]
+        key = content_key("c", *files.values(), " ".join(argv), tree_digest(RUNTIME_DIR / "common"))
+        return compile_cached(key, files, argv, "XP2003", src)
 
     def compile_check(self, src: Path, *, arch: str | None = None) -> dict:
         import subprocess
         src = Path(src)
-        p = subprocess.run(["gcc", "-O2", f"-march={arch or 'native'}", "-fopenmp", "-c", "-x", "c", str(src),
+        lang = ["g++", "-x", "c++"] if self.is_cxx(src) else ["gcc", "-x", "c"]
+        p = subprocess.run([lang[0], "-O2", f"-march={arch or 'native'}", "-fopenmp", "-c", *lang[1:], str(src),
                             "-o", "/dev/null"], capture_output=True, text=True)
         return {"ok": p.returncode == 0, "log": p.stdout + p.stderr, "arch": arch or "native", "resources": {}}

@@ -411,6 +411,7 @@ class SimtPlatform:
             raise XPError("XP2004", what=f"{self.dialect} emulator", why=f"{emulator_cxx()} not found")
         src = Path(src)
         text = rename_entry(src.read_text(), spec.entry)   # a kernel named exp/sin/abs: no clash with libm
+        self.notes = []   # the emulator's forced include (xp_simt.h) provides every standard header
         prepared = self.prepare(text, str(src))
         main = main_source(spec, "kernel.prepared.cpp")
         flags = self.emu_flags(sanitize)
@@ -503,7 +504,11 @@ class SimtPlatform:
         if self.dialect == "hip" and "__builtin_amdgcn" in text:
             raise XPError("XP2004", what="HIP on an NVIDIA GPU", why="the kernel uses AMD builtins (MFMA/DPP)")
         kernel_name = "kernel.cu"
-        body = f'#line 1 "{src}"\n' + rename_entry(text, spec.entry)
+        # standard headers the source uses without including them go before its #line 1
+        from .prelude import include_block, missing_headers
+        needs = missing_headers(text, self.dialect, cxx=True)
+        self.notes = [n.note(str(src)) for n in needs]
+        body = include_block(needs) + f'#line 1 "{src}"\n' + rename_entry(text, spec.entry)
         main = self.gpu_main_source(spec, kernel_name, timing=timing)
         arch = os.environ.get("XPILER_CUDA_ARCH", "sm_90")
         argv = ["nvcc", "-O3", f"-arch={arch}", "-std=c++17", "-x", "cu", f"-I{COMMON_INCLUDE}", f"-I{SIMT_DIR}"]

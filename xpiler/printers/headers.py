@@ -24,6 +24,13 @@ def foreign_include(text: str, target: str) -> bool:
     return False
 
 
+_FLOAT_H = {"FLT_MAX", "FLT_MIN", "FLT_EPSILON", "FLT_TRUE_MIN", "DBL_MAX", "DBL_MIN", "DBL_EPSILON"}
+_LIMITS_H = {"INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "SHRT_MAX", "SHRT_MIN", "CHAR_MAX",
+             "SCHAR_MAX", "SCHAR_MIN", "UCHAR_MAX", "LLONG_MAX", "LLONG_MIN"}
+_MATH_H = {"M_PI", "M_E", "M_LN2", "M_LN10", "M_LOG2E", "M_LOG10E", "M_SQRT2", "M_SQRT1_2", "M_PI_2", "M_PI_4",
+           "M_1_PI", "M_2_PI", "M_2_SQRTPI", "INFINITY", "NAN", "HUGE_VALF", "HUGE_VAL"}
+
+
 def headers_for(prog: N.Program, target: str) -> tuple:
     names = {n.name for n in walk(prog.items) if isinstance(n, N.Intrinsic)}
     need = []
@@ -45,6 +52,12 @@ def headers_for(prog: N.Program, target: str) -> tuple:
         need += ["stdint.h", "math.h"]
         if any(n.startswith("_mm") for n in names):
             need.insert(0, "immintrin.h")
+    # constants a source took from a header its build prepended (FLT_MAX, M_PI...): the printed
+    # program includes that header itself
+    used = {n.name for n in walk(prog.items) if isinstance(n, N.Var)}
+    for h, words in (("float.h", _FLOAT_H), ("limits.h", _LIMITS_H), ("math.h", _MATH_H)):
+        if used & words and h not in need:
+            need.append(h)
     return tuple(N.Directive(f"#include <{h}>", "include") for h in need)
 
 

@@ -68,6 +68,7 @@ class Verdict:
     elapsed_s: float = 0.0
     build_error: XPError | None = None
     schedules: list = field(default_factory=list)  # cuda/hip: the SIMT emulator schedule of each seed
+    notes: list = field(default_factory=list)  # build notes (XPError, severity note): headers added, built as C++
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "substrate": self.substrate, "max_abs_error": self.max_abs_error,
@@ -75,6 +76,7 @@ class Verdict:
                 "source": self.source, "runs": self.runs, "sanitized": self.sanitized, "oracle": self.oracle,
                 "elapsed_s": round(self.elapsed_s, 3), "schedules": self.schedules,
                 "failures": [f.to_json() for f in self.failures],
+                "notes": [n.to_json() for n in self.notes],
                 "build_error": self.build_error.to_json() if self.build_error else None}
 
     @property
@@ -215,6 +217,7 @@ class _Runner:
             self.substrate = gpu
         else:
             self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
+        self.notes = list(getattr(self.platform, "notes", None) or [])
 
     def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str, seed: int = 0):
         jobdir = Path(tempfile.mkdtemp(prefix=f"job-{tag}-", dir=self.workroot))
@@ -266,6 +269,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         try:
             runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
             verdict.substrate = runner.substrate
+            verdict.notes = runner.notes
             verdict.sanitized = runner.sanitize      # no AddressSanitizer on a GPU build
             src_runner = None
             if against:
