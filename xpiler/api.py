@@ -7,10 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .diagnostics import XPError
+from .diagnostics import XPError, XPErrors
 from .signature import check_signature
-from .spec import Spec, default_spec_path, dialect_of, load_spec
+from .spec import DIALECTS, Spec, _find_line, declared_dialect, default_spec_path, dialect_of, load_spec
 from .verify.tester import Verdict, compare_kernels
+
+
+def _check_dialect(src: Path, spec_dialect: str | None, line: int | None, spec_path) -> None:
+    d = dialect_of(src)
+    if d is not None and spec_dialect in DIALECTS and d != spec_dialect:
+        raise XPError("XP1023", spec=spec_dialect, src=d, file=spec_path, line=line)
 
 
 def _resolve(src: str | Path, spec: str | Path | Spec | None) -> tuple[Path, Spec]:
@@ -21,10 +27,16 @@ def _resolve(src: str | Path, spec: str | Path | Spec | None) -> tuple[Path, Spe
         s = spec
     else:
         sp = Path(spec) if spec else default_spec_path(src)
-        s = load_spec(sp)
-    d = dialect_of(src)
-    if d is not None and d != s.dialect and not (d == "c" and s.dialect == "c"):
-        raise XPError("XP1023", spec=s.dialect, src=d, file=s.path)
+        try:
+            s = load_spec(sp)
+        except XPError as e:
+            # a spec for another dialect fails that dialect's checks (XP1010, ...): the mismatch first
+            try:
+                _check_dialect(src, *declared_dialect(sp), sp)
+            except XPError as mismatch:
+                raise XPErrors([mismatch] + list(getattr(e, "errors", [e]))) from None
+            raise
+    _check_dialect(src, s.dialect, _find_line(s.text, "dialect") if s.text else None, s.path)
     check_signature(src, s)
     return src, s
 

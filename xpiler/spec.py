@@ -26,6 +26,15 @@ FUNC_TYPES = {"block": 0, "union1": 1, "union2": 2, "union4": 4, "union8": 8}
 EXTENSIONS = {".cu": "cuda", ".cuh": "cuda", ".hip": "hip", ".mlu": "bang", ".c": "c", ".cc": "c", ".cpp": "c", ".cxx": "c"}
 DIALECT_EXT = {"cuda": ".cu", "hip": ".hip", "bang": ".mlu", "c": ".c"}
 MAX_ELEMENTS = 1 << 28
+#: all arrays of one instance together: inputs, outputs, the reference's copies and the child's
+#: copies must fit in the test's memory limit (4 GiB) several times over
+MAX_INSTANCE_BYTES = 1 << 30
+#: launch limits (CUDA compute capability 9.0, the SIMT emulator, HIP on CDNA, the BANG emulator)
+GRID_MAX = (2**31 - 1, 65535, 65535)
+BLOCK_MAX = (1024, 1024, 64)
+BLOCK_THREADS_MAX = 1024
+SHARED_BYTES_MAX = {"cuda": 232448, "hip": 65536}   # 227 KiB per block (H100/H200); 64 KiB LDS (AMD)
+BANG_TASKS_MAX = 65536
 
 _TOP_KEYS = {"entry", "dialect", "sizes", "shapes", "launch", "args", "reference", "tolerance", "name", "description",
              "notes", "variant", "op"}
@@ -261,12 +270,86 @@ def dialect_of(path: Path) -> str | None:
     return EXTENSIONS.get(path.suffix.lower())
 
 
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
+
+
+def check_limits(spec: Spec) -> None:
+    """Refuse instances no substrate can run: launch dimensions beyond the hardware and emulator
+    limits, and arrays too large to test (XP1031, XP1032), each with the instance and the key.
+
+    Without this, a grid of 1e11 blocks passed the spec check and failed (or timed out) only
+    when a run started, after the build."""
+    from .dtypes import itemsize
+    errors: list[XPError] = []
+    f = str(spec.path) if spec.path else None
+
+    launch_bad: dict[tuple, list[str]] = {}   # (key, value, limit) -> the instances it holds in
+
+    def bad(key, inst, value, limit):
+        launch_bad.setdefault((key, str(value), limit), []).append(inst.name)
+
+    for inst in spec.instances():
+        if spec.dialect in ("cuda", "hip"):
+            if inst.grid:
+                for axis, v, m in zip("xyz", inst.grid, GRID_MAX):
+                    if v > m:
+                        bad("grid", inst, list(inst.grid), f"grid {axis} <= {m}")
+            if inst.block:
+                for axis, v, m in zip("xyz", inst.block, BLOCK_MAX):
+                    if v > m:
+                        bad("block", inst, list(inst.block), f"block {axis} <= {m}")
+                threads = inst.block[0] * inst.block[1] * inst.block[2]
+                if threads > BLOCK_THREADS_MAX and all(v <= m for v, m in zip(inst.block, BLOCK_MAX)):
+                    bad("block", inst, f"{list(inst.block)} = {threads} threads",
+                        f"{BLOCK_THREADS_MAX} threads per block")
+            smax = SHARED_BYTES_MAX[spec.dialect]
+            if inst.shared_bytes > smax:
+                bad("shared_bytes", inst, inst.shared_bytes, f"{smax} bytes of shared memory per block")
+        elif spec.dialect == "bang" and inst.dim:
+            tasks = inst.dim[0] * inst.dim[1] * inst.dim[2]
+            n = FUNC_TYPES.get(inst.func_type or "block", 0)
+            if tasks > BANG_TASKS_MAX:
+                bad("dim", inst, f"{list(inst.dim)} = {tasks} tasks", f"taskDim <= {BANG_TASKS_MAX}")
+            elif n and tasks % (4 * n):
+                bad("dim", inst, f"{list(inst.dim)} = {tasks} tasks",
+                    f"a {inst.func_type} launch needs taskDim to be a multiple of {4 * n}")
+        total = sum(inst.numel(a.name) * itemsize(a.dtype) for a in spec.arrays)
+        if total > MAX_INSTANCE_BYTES:
+            names = [sh.get("name") for sh in spec.shapes]
+            line = (_table_line(spec.text, "shapes", names.index(inst.name)) if inst.name in names
+                    else _table_line(spec.text, "sizes")) if spec.text else None
+            errors.append(XPError("XP1032", file=f, line=line, instance=inst.name, size=_bytes(total),
+                                  limit=_bytes(MAX_INSTANCE_BYTES)))
+    for (key, value, limit), names in launch_bad.items():
+        where = f"instance '{names[0]}'" if len(names) == 1 else "instances " + ", ".join(f"'{n}'" for n in names)
+        errors.insert(0, XPError("XP1031", file=f, line=_find_line(spec.text, key, "launch"), key=key, value=value,
+                                 instances=where, dialect=spec.dialect, limit=limit))
+    if errors:
+        raise XPErrors(errors)
+
+
+def declared_dialect(path: str | Path) -> tuple[str | None, int | None]:
+    """The ``dialect`` a spec file declares and its line, read leniently: (None, None) when the
+    file cannot be read as TOML. Lets a caller name a dialect mismatch before the spec's own
+    checks, which judge the spec by its (wrong) dialect (e.g. XP1010 for a missing [launch])."""
+    try:
+        text = Path(path).read_text()
+        raw = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None, None
+    d = raw.get("dialect")
+    return (d, _find_line(text, "dialect")) if isinstance(d, str) else (None, None)
+
+
 def load_spec(path: str | Path) -> Spec:
     path = Path(path)
     if not path.is_file():
         raise XPError("XP1001", path=path, file=path)
     text = path.read_text()
-    return parse_spec(text, path)
+    spec = parse_spec(text, path)
+    check_limits(spec)
+    return spec
 
 
 def parse_spec(text: str, path: Path | None = None) -> Spec:

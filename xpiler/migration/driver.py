@@ -52,6 +52,22 @@ class MigrationResult:
         return 0 if self.verified else 3
 
 
+def _resume_mismatch(resume, header: dict, src_sha: str, to: str) -> XPError:
+    """XP4006 for ``--resume`` with a log of another migration, naming what differs: the targets,
+    or the two source hashes (not two equal hashes when only the target differs)."""
+    diffs = []
+    if header.get("target") != to:
+        diffs.append(f"the log migrates to '{header.get('target')}', this run to '{to}'")
+    if header.get("source_sha256") != src_sha:
+        diffs.append(f"the log's source has SHA-256 {str(header.get('source_sha256'))[:16]}…, "
+                     f"this source has {src_sha[:16]}…")
+    return XPError("XP4006", message=f"cannot resume from {resume}: it is the log of another migration ("
+                                     + "; ".join(diffs) + ")", file=resume,
+                   hint="Resume with the source and --to of the interrupted run, or start again without --resume.",
+                   seq="header", what="resumed log is for another source or target",
+                   want=f"{header.get('target')} {str(header.get('source_sha256'))[:16]}", got=f"{to} {src_sha[:16]}")
+
+
 def _printer(dialect: str):
     from ..printers import print_program
     return lambda prog: print_program(prog, dialect)
@@ -358,8 +374,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     if resumed is not None:
         rh, rev = resumed
         if rh.get("source_sha256") != sha256_text(src_text) or rh.get("target") != to:
-            raise XPError("XP4006", seq="header", what="resumed log is for another source or target",
-                          want=str(rh.get("source_sha256"))[:16], got=sha256_text(src_text)[:16])
+            raise _resume_mismatch(resume, rh, sha256_text(src_text), to)
         # programs the interrupted run already verified are not tested again
         for e in rev:
             if e["type"] == "test" and e.get("verified"):
