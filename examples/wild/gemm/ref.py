@@ -1,0 +1,29 @@
+"""numpy references for the wild gemm kernels: C[M][N] = A[M][K] . B[K][N]."""
+import numpy as np
+
+
+def gemm(A, B, M, N, K):
+    a = np.asarray(A, dtype=np.float64).reshape(M, K)
+    b = np.asarray(B, dtype=np.float64).reshape(K, N)
+    return (a @ b).astype(np.float32)
+
+
+def gemm_fixed(a, b):
+    return gemm(a, b, 256, 384, 512)
+
+
+def gemm_tile(A, B, M, N, K, tile):
+    return gemm(A, B, M, N, K)
+
+
+def gemm_s8s32(A, B, M, N, K):
+    a = np.asarray(A, dtype=np.int64).reshape(M, K)
+    b = np.asarray(B, dtype=np.int64).reshape(K, N)
+    return (a @ b).astype(np.int32)
+
+
+def gemm_u8s8_bt(A, Bt, M, N, K):
+    """uint8 A[M][K] times int8 B given transposed (Bt[N][K]), exact int32 result."""
+    a = np.asarray(A, dtype=np.int64).reshape(M, K)
+    bt = np.asarray(Bt, dtype=np.int64).reshape(N, K)
+    return (a @ bt.T).astype(np.int32)
