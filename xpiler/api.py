@@ -9,6 +9,8 @@ from typing import Callable, Sequence
 
 from .diagnostics import XPError, XPErrors
 from .signature import check_signature
+from .source_text import read_source
+from .spec import check_reference
 from .spec import DIALECTS, Spec, _find_line, declared_dialect, default_spec_path, dialect_of, load_spec
 from .verify.tester import Verdict, compare_kernels
 
@@ -23,8 +25,10 @@ def _resolve(src: str | Path, spec: str | Path | Spec | None) -> tuple[Path, Spe
     src = Path(src)
     if not src.is_file():
         raise XPError("XP1201", path=src, file=src)
+    read_source(src)        # XP1108 for a source that is not UTF-8 text (as `xpiler parse` says)
     if isinstance(spec, Spec):
         s = spec
+        check_reference(s)  # load_spec checks it for a spec file (XP1019)
     else:
         sp = Path(spec) if spec else default_spec_path(src)
         try:
@@ -57,7 +61,7 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
 def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir: str | Path = "out",
             llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None,
-            perf: bool = True):
+            perf: bool = True, force: bool = False):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
     Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
@@ -65,10 +69,15 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
     only on a hardware substrate: native C, or cuda on an NVIDIA GPU; ``perf=False`` skips it),
     ``diagnostics``. A result that is
     not verified wrote its best candidate with ``.unverified`` in the name.
+
+    Into ``outdir``, xpiler writes only files it can prove it wrote (their hashes are kept in
+    ``outdir/.xpiler-output``): any other file of the same name, or one edited since, is refused
+    with XP1204 before anything is written, unless ``force=True``. The source, spec and
+    reference are never overwritten (XP1208), not even with ``force``.
     """
     from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
-                    jobs=jobs, resume=resume, progress=progress, perf=perf)
+                    jobs=jobs, resume=resume, progress=progress, perf=perf, force=force)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

@@ -66,9 +66,12 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1201", "error", "file not found: {path}", "Check the path."),
     ("XP1202", "error", "cannot tell the dialect of {path}", "Use .cu (cuda), .hip (hip), .mlu (bang) or .c/.cc/.cpp (c), or pass a spec with `dialect`."),
     ("XP1203", "error", "'{command}' is not available yet: {why}", "See the README's status table."),
-    ("XP1204", "error", "output directory {path} would overwrite {file}", "Choose another -o, or remove the file yourself."),
+    ("XP1204", "error", "output directory {path} already holds {name}, and {why}", "Nothing was written. Choose another -o, move the file away, or give --force to let xpiler replace it (see docs/provenance.md, output folders)."),
     ("XP1205", "error", "bad option: {detail}", "See `xpiler COMMAND --help`."),
     ("XP1206", "error", "bad argument to a loaded kernel: {detail}", "Pass the spec's arrays in its order, all numpy/host arrays or all contiguous arrays on one CUDA device, with the sizes of one of the spec's instances (add an instance to [[shapes]] for new sizes)."),
+    ("XP1207", "error", "output directory {path} is an existing file, not a folder", "Nothing was written. Give -o a folder (it is created when missing)."),
+    ("XP1208", "error", "output directory {path} would overwrite {what} ({name}) with an output of the run", "Nothing was written. Choose an -o apart from the source, spec and reference; --force never replaces an input."),
+    ("XP1209", "error", "cannot write into output directory {path}: {detail}", "Check that the folder can be created and written to, or choose another -o."),
     # --- toolchains ----------------------------------------------------------------------------
     ("XP2001", "error", "CUDA/HIP compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
     ("XP2002", "error", "BANG compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),

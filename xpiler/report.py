@@ -107,7 +107,21 @@ def _step_diffs(result) -> list[tuple[str, list[str]]]:
     return out
 
 
-def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
+# every file write_report may write (checked by a migration before it writes anything)
+REPORT_FILES = ("report.md", "report.html", "program_graph.png", "performance.png")
+
+
+def write_report(outdir: Path, src: Path, spec, result, log_path: Path, owner=None) -> Path:
+    """Write report.md, report.html and the figures into ``outdir``. ``owner`` (an
+    ``xpiler.migration.outdir.OutDir``) records each file as written by xpiler; a migration
+    always passes it, after checking that these names are its own to replace."""
+    def put(name: str, data) -> Path:
+        if owner is not None:
+            return owner.write_bytes(name, data) if isinstance(data, bytes) else owner.write_text(name, data)
+        p = Path(outdir) / name
+        p.write_bytes(data) if isinstance(data, bytes) else p.write_text(data)
+        return p
+
     header, events = read_log(log_path)
     src_text = Path(src).read_text()
     tgt_text = result.code or ""
@@ -124,9 +138,9 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
         perf[f"{r['baseline']} ({r['instance']})"] = r["baseline_ms"]
     ppng = _perf_png(perf)
     if ppng:
-        (outdir / "performance.png").write_bytes(ppng)
+        put("performance.png", ppng)
     if gpng:
-        (outdir / "program_graph.png").write_bytes(gpng)
+        put("program_graph.png", gpng)
 
     state = "VERIFIED" if result.verified else "UNRESOLVED (no verified kernel)"
     md = [f"# xpiler migration report: {Path(src).name} → {result.target}", "",
@@ -171,7 +185,7 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path) -> Path:
     md += ["```", ""]
     if gpng:
         md += ["![program graph](program_graph.png)", ""]
-    (outdir / "report.md").write_text("\n".join(md))
+    put("report.md", "\n".join(md))
 
     def esc(s):
         return html.escape(s)
@@ -216,5 +230,4 @@ xpiler {esc(str(header.get('version')))} ({esc(str(header.get('git')))}).</p>
 <h2>Source and target</h2><div class="cols"><div><h3>source ({esc(spec.dialect)})</h3><pre>{esc(src_text)}</pre></div>
 <div><h3>target ({esc(result.target)})</h3><pre>{esc(tgt_text)}</pre></div></div>
 <h2>Diff</h2><pre>{diff}</pre></body></html>"""
-    (outdir / "report.html").write_text(page)
-    return outdir / "report.html"
+    return put("report.html", page)

@@ -346,10 +346,24 @@ def load_spec(path: str | Path) -> Spec:
     path = Path(path)
     if not path.is_file():
         raise XPError("XP1001", path=path, file=path)
-    text = path.read_text()
-    spec = parse_spec(text, path)
+    from .source_text import read_source
+    spec = parse_spec(read_source(path), path)   # XP1108 when not UTF-8 text
     check_limits(spec)
+    check_reference(spec)
     return spec
+
+
+def check_reference(spec: Spec) -> None:
+    """XP1019 at the spec's ``python =`` line when the reference file it names does not exist
+    (relative to the spec's folder), so a missing file is bad input before anything runs."""
+    if not spec.reference:
+        return
+    base = spec.path.parent if spec.path else Path.cwd()
+    ref = base / spec.reference.rsplit(":", 1)[0]
+    if not ref.is_file():
+        raise XPError("XP1019", value=spec.reference,
+                      detail=f"{ref} is {'a folder' if ref.is_dir() else 'not there'}",
+                      file=spec.path, line=_find_line(spec.text or "", "python", "reference") if spec.path else None)
 
 
 def parse_spec(text: str, path: Path | None = None) -> Spec:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +19,12 @@ from typing import Callable
 from ..diagnostics import XPError
 from ..expr import to_c
 from ..provenance import ProvenanceLog, sha256_text, toolchain_versions
+from ..source_text import read_source
 from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
+from .outdir import MARKER as OUT_MARKER, OutDir, migration_inputs, migration_outputs
 from .pipeline import REQUIRE, plans as default_plans
 from .stage import Stage, Step
-
-OUT_MARKER = ".xpiler-output"
 
 
 @dataclass
@@ -71,18 +70,6 @@ def _resume_mismatch(resume, header: dict, src_sha: str, to: str) -> XPError:
 def _printer(dialect: str):
     from ..printers import print_program
     return lambda prog: print_program(prog, dialect)
-
-
-def _prepare_outdir(outdir: Path, names: list[str]) -> None:
-    """Refuse to overwrite anything a user put there (only our own earlier outputs may go)."""
-    if outdir.exists():
-        marker = outdir / OUT_MARKER
-        for n in names:
-            p = outdir / n
-            if p.exists() and not marker.exists():
-                raise XPError("XP1204", path=outdir, file=p, detail=str(p))
-    outdir.mkdir(parents=True, exist_ok=True)
-    (outdir / OUT_MARKER).write_text("written by xpiler migrate; files here may be replaced by the next run\n")
 
 
 def _launch_to_spec(launch: dict, spec: Spec, func_params: list[str]) -> dict:
@@ -282,7 +269,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             proposer: str = "symbolic", llm: str | None = None, budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
-            perf: bool = True) -> MigrationResult:
+            perf: bool = True, force: bool = False) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError, get as get_pass
@@ -292,17 +279,14 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     src, sspec = _resolve(src, spec)
     if to not in DIALECT_EXT:
         raise XPError("XP1004", value=to)
+    # the output folder, before anything is run or written: only files xpiler provably wrote there
+    # may be replaced (or any with force), never an input (xpiler/migration/outdir.py)
     outdir = Path(outdir)
     stem = src.stem if src.stem != src.name else src.name
     out_name = f"{stem}{DIALECT_EXT[to]}"
-    if src.suffix == DIALECT_EXT[to] and src.parent.resolve() == outdir.resolve():
-        raise XPError("XP1204", path=outdir, file=src, detail=str(src))
-    _prepare_outdir(outdir, [out_name, out_name + ".toml", "report.md", "report.html", "provenance.jsonl"])
-    work = outdir / ".work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-
-    src_text = src.read_text()
+    od = OutDir(outdir, force=force)
+    od.check(migration_outputs(stem, to, sspec), migration_inputs(src, sspec))
+    src_text = read_source(src)
     resumed = None
     if resume:
         from ..provenance import read_log as _read_log
@@ -310,7 +294,11 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             resumed = _read_log(resume)  # read before the new log (maybe the same file) is started
         except (OSError, ValueError) as e:
             raise XPError("XP4007", path=resume, why=str(e), file=resume) from None
-    log = ProvenanceLog(outdir / "provenance.jsonl", {
+        rh = resumed[0]
+        if rh.get("source_sha256") != sha256_text(src_text) or rh.get("target") != to:
+            raise _resume_mismatch(resume, rh, sha256_text(src_text), to)
+    work = od.scratch()   # scratch outside the output folder, removed with od
+    log = ProvenanceLog(od.claim("provenance.jsonl"), {
         "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
         "spec_path": str(sspec.path.resolve()) if sspec.path else None,
         "source_rel": _rel(src), "spec_rel": _rel(sspec.path) if sspec.path else None,
@@ -372,9 +360,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     done_steps = 0
     tested: dict[str, Verdict] = {}
     if resumed is not None:
-        rh, rev = resumed
-        if rh.get("source_sha256") != sha256_text(src_text) or rh.get("target") != to:
-            raise _resume_mismatch(resume, rh, sha256_text(src_text), to)
+        rh, rev = resumed   # its header was checked before anything was written
         # programs the interrupted run already verified are not tested again
         for e in rev:
             if e["type"] == "test" and e.get("verified"):
@@ -521,15 +507,14 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
                              diagnostics=diags, stage_texts=stage_texts)
     if verified_stage is not None and verified_stage.dialect == to:
-        out = outdir / out_name
-        out.write_text(verified_stage.text)
+        out = od.write_text(out_name, verified_stage.text)
         ospec = sspec.with_dialect(to, verified_stage.entry, _launch_to_spec(verified_stage.launch, sspec, params))
         if sspec.reference and sspec.path is not None:
-            ref_file, fn = sspec.reference.split(":")
-            shutil.copy(sspec.path.parent / ref_file, outdir / Path(ref_file).name)
+            ref_file, fn = sspec.reference.rsplit(":", 1)
+            od.copy(sspec.path.parent / ref_file, Path(ref_file).name)
             ospec.reference = f"{Path(ref_file).name}:{fn}"
         ospec.path = outdir / (out_name + ".toml")
-        (outdir / (out_name + ".toml")).write_text(spec_to_toml(ospec))
+        od.write_text(out_name + ".toml", spec_to_toml(ospec))
         final_text = verified_stage.text
         if to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
             say("migrating the host launcher")
@@ -547,28 +532,29 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     else:
         diags.append(XPError("XP4004", target=to, entry=sspec.entry))
         cand, cverdict = best_failing if best_failing else (stage, verdict)
-        unv = outdir / f"{stem}.unverified{DIALECT_EXT[cand.dialect]}"
-        unv.write_text(cand.text)
+        unv = od.write_text(f"{stem}.unverified{DIALECT_EXT[cand.dialect]}", cand.text)
         uspec = sspec.with_dialect(cand.dialect, cand.entry, _launch_to_spec(cand.launch, sspec, params))
         if sspec.reference and sspec.path is not None:
-            ref_file, fn = sspec.reference.split(":")
-            shutil.copy(sspec.path.parent / ref_file, outdir / Path(ref_file).name)
+            ref_file, fn = sspec.reference.rsplit(":", 1)
+            od.copy(sspec.path.parent / ref_file, Path(ref_file).name)
             uspec.reference = f"{Path(ref_file).name}:{fn}"
-        (outdir / (unv.name + ".toml")).write_text(spec_to_toml(uspec))
+        od.write_text(unv.name + ".toml", spec_to_toml(uspec))
         result.output_path, result.code = unv, cand.text
         result.spec_path = outdir / (unv.name + ".toml")
         if cverdict is not None and cverdict.failures:
+            od.claim(unv.name + ".failing_test.py")
             result.failing_test = write_failing_test(outdir, unv, src, sspec, cverdict)
         log.event("output", path=str(unv), program_hash=cand.hash, verified=False,
                   failing_test=str(result.failing_test) if result.failing_test else None)
     result.elapsed_s = time.time() - t0
     try:
         from ..report import write_report
-        result.report_path = write_report(outdir, src, sspec, result, log.path)
+        result.report_path = write_report(outdir, src, sspec, result, log.path, owner=od)
     except ImportError:
         pass
     # the closing event: the hashes of the files as written (replay requires it; docs/provenance.md)
     log.end({"output": result.output_path, "spec": result.spec_path, "failing_test": result.failing_test})
     log.close()
-    shutil.rmtree(work, ignore_errors=True)
+    od.finish()     # the hashes of the files written, in the folder's marker
+    od.cleanup()
     return result
