@@ -497,7 +497,12 @@ def _bind(program: N.Program, plan: dict):
         new_func = func.with_(body=body)
         return _replace_func(program, func, new_func), {}
     attrs = tuple(a for a in func.attrs if a not in ("static", "inline"))
-    if "extern_c" not in attrs:
+    from xpiler.platforms.harness import RESERVED_ENTRY_NAMES
+    if func.name in RESERVED_ENTRY_NAMES:
+        # a kernel named exp/sin/abs: C linkage would clash with the math library's own C
+        # declaration of that name in nvcc/hipcc; with C++ linkage it is an overload
+        attrs = tuple(a for a in attrs if a != "extern_c")
+    elif "extern_c" not in attrs:
         attrs = ("extern_c",) + attrs
     new_func = func.with_(body=body, kind="kernel", attrs=attrs)
     prog = _replace_func(program, func, new_func)

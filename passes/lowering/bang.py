@@ -17,6 +17,13 @@ from .common import (FLOAT, INT, add, assign, b, block, c, cast, cf, cond, decl,
 U8 = scalar("uint8")
 
 
+def same_expr(x, y) -> bool:
+    """The same pointer expression (source locations ignored): ``a`` and ``a``, ``buf + off``."""
+    from xpiler.printers import printer_for
+    pr = printer_for("c")
+    return pr.expr(x) == pr.expr(y)
+
+
 def _elementwise(ctx, n, body_of_i):
     i = ctx.fresh("i")
     return [loop(i, 0, n, body_of_i(N.Var(i)))]
@@ -27,6 +34,30 @@ BIN = {"__bang_add": "+", "__bang_sub": "-", "__bang_mul": "*", "__bang_div": "/
 SCAL = {"__bang_add_scalar": "+", "__bang_sub_scalar": "-", "__bang_mul_scalar": "*",
         "__bang_div_scalar": "/", "__bang_add_const": "+", "__bang_mul_const": "*"}
 CYCLE = {"__bang_cycle_add": "+", "__bang_cycle_sub": "-", "__bang_cycle_mul": "*"}
+#: comparisons and logical ops: 1.0 where the relation holds, else 0.0 (vector and _scalar forms)
+REL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+LOGIC = {"__bang_and": "&&", "__bang_or": "||"}
+
+
+def _select(x, y, op):
+    """The value of a binary BANG op on floats x, y (op: an arithmetic operator, a REL/LOGIC
+    relation, or max/min with NaN kept from x)."""
+    if op == "max":
+        return cond(b("||", b(">", x, y), b("!=", x, x)), x, y)
+    if op == "min":
+        return cond(b("||", b("<", x, y), b("!=", x, x)), x, y)
+    if op in ("&&", "||"):
+        return cond(b(op, b("!=", x, cf(0.0)), b("!=", y, cf(0.0))), cf(1.0), cf(0.0))
+    if op in REL.values():
+        return cond(b(op, x, y), cf(1.0), cf(0.0))
+    return b(op, x, y)
+
+
+BINARY_OPS = dict(BIN, __bang_maxequal="max", __bang_minequal="min", __bang_maximum="max",
+                  __bang_minimum="min", **{f"__bang_{k}": v for k, v in REL.items()}, **LOGIC)
+SCALAR_OPS = dict(SCAL, __bang_maxeq_scalar="max", __bang_mineq_scalar="min",
+                  **{f"__bang_{k}_scalar": v for k, v in REL.items()})
+CYCLE_OPS = dict(CYCLE, __bang_cycle_maxequal="max", __bang_cycle_minequal="min")
 
 
 def lower_binary(ctx, name, args):
@@ -35,31 +66,41 @@ def lower_binary(ctx, name, args):
     if name == "__bang_div" and len(args) == 4 and not ctx.is_pointer(bb):
         return lower_scalar(ctx, "__bang_div_scalar", args)
 
+    _elementwise_alias(ctx, name, dst, a, bb)
+
     def body(i):
-        x, y = tofloat(ix(a, i)), tofloat(ix(bb, i))
-        if name in BIN:
-            val = b(BIN[name], x, y)
-        elif name == "__bang_maxequal":   # (x > y || isnan(x)) ? x : y
-            val = cond(b("||", b(">", x, y), b("!=", x, x)), x, y)
-        else:                             # __bang_minequal
-            val = cond(b("||", b("<", x, y), b("!=", x, x)), x, y)
-        return assign(ix(dst, i), val)
+        return assign(ix(dst, i), _select(tofloat(ix(a, i)), tofloat(ix(bb, i)), BINARY_OPS[name]))
     return _elementwise(ctx, n, body)
 
 
 def lower_scalar(ctx, name, args):
     dst, src, s, n = args
-    op = SCAL[name]
+    op = SCALAR_OPS[name]
+    _elementwise_alias(ctx, name, dst, src)
     y = ctx.fresh("s")
     return [decl(y, FLOAT, tofloat(s), const=True)] + _elementwise(
-        ctx, n, lambda i: assign(ix(dst, i), b(op, tofloat(ix(src, i)), N.Var(y))))
+        ctx, n, lambda i: assign(ix(dst, i), _select(tofloat(ix(src, i)), N.Var(y), op)))
 
 
 def lower_cycle(ctx, name, args):
     dst, src, seg, n, seg_n = args
-    op = CYCLE[name]
+    op = CYCLE_OPS[name]
+    _elementwise_alias(ctx, name, dst, src)
+    ctx.require_distinct(name, dst, seg)
     return _elementwise(ctx, n, lambda i: assign(
-        ix(dst, i), b(op, tofloat(ix(src, i)), tofloat(ix(seg, b("%", i, seg_n))))))
+        ix(dst, i), _select(tofloat(ix(src, i)), tofloat(ix(seg, b("%", i, seg_n))), op)))
+
+
+def _elementwise_alias(ctx, name, dst, *srcs):
+    """An elementwise op reads element i of each source and writes element i of dst, so a loop
+    over i equals "read all, then write" when dst IS a source (same expression: the common
+    in-place ``__bang_add(a, a, b, n)``) or a different buffer.  A destination inside the same
+    buffer at another offset would read elements the loop already wrote: refused."""
+    d = base_name(dst)
+    for s in srcs:
+        if d is not None and base_name(s) == d and not same_expr(s, dst):
+            ctx.refuse(f"{name}: the destination overlaps an operand at a different offset of "
+                       f"'{d}'; the element loop would read values it already overwrote")
 
 
 def _gelu_exact(ctx, x):
@@ -86,6 +127,20 @@ UNARY = {
     "__bang_square": lambda ctx, x: b("*", x, x),
     "__bang_abs": lambda ctx, x: ctx.math("fabsf", x),
     "__bang_sin": lambda ctx, x: ctx.math("sinf", x),
+    # newer spellings and further ops of public BANG code (runtime/bang/xp_bang.h has each)
+    "__bang_sigmoid": lambda ctx, x: b("/", cf(1.0), b("+", cf(1.0), ctx.math("expf", N.UnOp("-", x)))),
+    "__bang_relu": lambda ctx, x: cond(b(">", x, cf(0.0)), x, cf(0.0)),
+    "__bang_exp": lambda ctx, x: ctx.math("expf", x),
+    "__bang_log": lambda ctx, x: ctx.math("logf", x),
+    "__bang_active_log": lambda ctx, x: ctx.math("logf", x),
+    "__bang_tanh": lambda ctx, x: ctx.math("tanhf", x),
+    "__bang_gelu": _gelu_exact,
+    "__bang_active_abs": lambda ctx, x: ctx.math("fabsf", x),
+    "__bang_active_sqrt": lambda ctx, x: ctx.math("sqrtf", x),
+    "__bang_active_rsqrt": lambda ctx, x: b("/", cf(1.0), ctx.math("sqrtf", x)),
+    "__bang_cos": lambda ctx, x: ctx.math("cosf", x),
+    "__bang_pow2": lambda ctx, x: ctx.math("exp2f", x),
+    "__bang_not": lambda ctx, x: cond(b("==", x, cf(0.0)), cf(1.0), cf(0.0)),
 }
 
 
@@ -133,6 +188,35 @@ def lower_sum(ctx, name, args):
             assign(ix(dst, 0), N.Var(acc))]
 
 
+def lower_reduce_sum(ctx, name, args):
+    """dst[g] = sum of the g-th 128-byte group of src (L = 128 / sizeof(T) elements)."""
+    dst, src, n = args
+    el = ctx.env.elem_of(src)
+    L = 64 if el is not None and el.dtype == "float16" else 32
+    g, i, acc, G = ctx.fresh("g"), ctx.fresh("i"), ctx.fresh("acc"), ctx.fresh("G")
+    if not same_expr(dst, src):
+        ctx.require_distinct(name, dst, src)
+    # in place (dst IS src): group g is written at index g after groups 0..g were read: g <= g*L
+    return [decl(G, INT, b("/", n, c(L)), const=True),
+            loop(g, 0, N.Var(G), [decl(acc, FLOAT, cf(0.0)),
+                                  loop(i, 0, c(L), assign(acc, tofloat(ix(src, add(mul(N.Var(g), c(L)), N.Var(i)))), "+=")),
+                                  assign(ix(dst, N.Var(g)), N.Var(acc))])]
+
+
+def lower_argext_u32(ctx, name, args):
+    """dst[0] = max (min) of src[0:n]; the 4 bytes after dst[0] = its first index as uint32."""
+    dst, src, n = args
+    best, bv, i, x = ctx.fresh("best"), ctx.fresh("bv"), ctx.fresh("i"), ctx.fresh("x")
+    U32 = scalar("uint32")
+    better = b(">" if name == "__bang_argmax" else "<", N.Var(x), N.Var(bv))
+    el = ctx.env.elem_of(dst) or FLOAT
+    slot = cast(ptr(U32), cast(ptr(U8), add(dst, c(1))))
+    return [decl(best, U32, c(0)), decl(bv, FLOAT, tofloat(ix(src, 0))),
+            loop(i, 1, n, [decl(x, FLOAT, tofloat(ix(src, N.Var(i))), const=True),
+                           N.If(better, block(assign(bv, N.Var(x)), assign(best, cast(U32, N.Var(i)))))]),
+            assign(ix(dst, 0), cast(el, N.Var(bv))), assign(ix(slot, 0), N.Var(best))]
+
+
 POOLS = {"__bang_sumpool": "sum", "__bang_avgpool": "avg", "__bang_maxpool": "max", "__bang_minpool": "min"}
 
 
@@ -155,7 +239,12 @@ def lower_pool(ctx, name, args):
     tail = [assign(acc, b("/", N.Var(acc), tofloat(mul(kh, kw))), "=")] if kind == "avg" else []
     out = assign(ix(dst, add(mul(add(mul(Vho, N.Var(Wo)), Vwo), C), Vc)), N.Var(acc))
     body = loop(ho, 0, N.Var(Ho), loop(wo, 0, N.Var(Wo), loop(ch, 0, C, [decl(acc, FLOAT, init), inner] + tail + [out])))
-    ctx.require_distinct(name, dst, src)
+    if not same_expr(dst, src):
+        ctx.require_distinct(name, dst, src)
+    # dst IS src (mlu-ops' in-place sumpool, __bang_avgpool(buf, buf, ...)): output (oh, ow, c)
+    # lands at ((oh*Wo + ow)*C + c) and is written after every input of its window is read; every
+    # later output reads only indices >= ((oh'*sh*W + ow'*sw)*C + c') >= its own index > this
+    # one (Wo <= W, sh, sw >= 1), so the loop reads nothing it already overwrote: exact.
     return [decl(Ho, INT, add(b("/", b("-", H, kh), sh), 1), const=True),
             decl(Wo, INT, add(b("/", b("-", W, kw), sw), 1), const=True), body]
 
@@ -171,47 +260,78 @@ def lower_conv(ctx, name, args):
     out = assign(ix(dst, add(mul(add(mul(Vho, N.Var(Wo)), Vwo), Cout), Vco)), N.Var(acc))
     body = loop(ho, 0, N.Var(Ho), loop(wo, 0, N.Var(Wo), loop(co, 0, Cout, [
         decl(acc, FLOAT, cf(0.0)), loop(p, 0, kh, loop(q, 0, kw, loop(ci, 0, Cin, mac))), out])))
-    ctx.require_distinct(name, dst, src, flt)
-    return [decl(Ho, INT, add(b("/", b("-", H, kh), sh), 1), const=True),
-            decl(Wo, INT, add(b("/", b("-", W, kw), sw), 1), const=True), body]
+    ctx.require_distinct(name, dst, flt)
+    heads = [decl(Ho, INT, add(b("/", b("-", H, kh), sh), 1), const=True),
+             decl(Wo, INT, add(b("/", b("-", W, kw), sw), 1), const=True)]
+    return heads + _through_temp(ctx, name, dst, [src], body,
+                                 mul(N.Var(Ho), N.Var(Wo), Cout))
 
 
 def lower_matmul(ctx, name, args):
     dst, lhs, rhs, M, K, Nn = args[:6]
     m, n, k, acc = ctx.fresh("m"), ctx.fresh("n"), ctx.fresh("k"), ctx.fresh("acc")
     Vm, Vn, Vk = N.Var(m), N.Var(n), N.Var(k)
-    ctx.require_distinct(name, dst, lhs, rhs)
+    ctx.require_distinct(name, dst, rhs)
     if len(args) == 7:   # int8 form: exact int32 sum, scaled by 2^pos
         I32 = scalar("int32")
         mac = assign(acc, b("*", cast(I32, ix(lhs, add(mul(Vm, K), Vk))), cast(I32, ix(rhs, add(mul(Vk, Nn), Vn)))), "+=")
         out = assign(ix(dst, add(mul(Vm, Nn), Vn)), ctx.math("ldexpf", tofloat(N.Var(acc)), args[6]))
+        ctx.require_distinct(name, dst, lhs)
         return [loop(m, 0, M, loop(n, 0, Nn, [decl(acc, I32, c(0)), loop(k, 0, K, mac), out]))]
     mac = assign(acc, b("*", tofloat(ix(lhs, add(mul(Vm, K), Vk))), tofloat(ix(rhs, add(mul(Vk, Nn), Vn)))), "+=")
     out = assign(ix(dst, add(mul(Vm, Nn), Vn)), N.Var(acc))
-    return [loop(m, 0, M, loop(n, 0, Nn, [decl(acc, FLOAT, cf(0.0)), loop(k, 0, K, mac), out]))]
+    body = loop(m, 0, M, loop(n, 0, Nn, [decl(acc, FLOAT, cf(0.0)), loop(k, 0, K, mac), out]))
+    return _through_temp(ctx, name, dst, [lhs], body, mul(M, Nn))
 
 
 def lower_mlp(ctx, name, args):
     dst, src, w, K, Nn = args[:5]
     n, k, acc = ctx.fresh("n"), ctx.fresh("k"), ctx.fresh("acc")
     Vn, Vk = N.Var(n), N.Var(k)
-    ctx.require_distinct(name, dst, src, w)
+    ctx.require_distinct(name, dst, w)
     el = ctx.env.elem_of(src)
     if len(args) == 6 and el is not None and el.dtype == "int8":
+        ctx.require_distinct(name, dst, src)
         I32 = scalar("int32")
         mac = assign(acc, b("*", cast(I32, ix(src, Vk)), cast(I32, ix(w, add(mul(Vn, K), Vk)))), "+=")
         out = assign(ix(dst, Vn), ctx.math("ldexpf", tofloat(N.Var(acc)), args[5]))
         return [loop(n, 0, Nn, [decl(acc, I32, c(0)), loop(k, 0, K, mac), out])]
     mac = assign(acc, b("*", tofloat(ix(src, Vk)), tofloat(ix(w, add(mul(Vn, K), Vk)))), "+=")
-    return [loop(n, 0, Nn, [decl(acc, FLOAT, cf(0.0)), loop(k, 0, K, mac), assign(ix(dst, Vn), N.Var(acc))])]
+    body = loop(n, 0, Nn, [decl(acc, FLOAT, cf(0.0)), loop(k, 0, K, mac), assign(ix(dst, Vn), N.Var(acc))])
+    return _through_temp(ctx, name, dst, [src], body, Nn)
+
+
+def _through_temp(ctx, name, dst, srcs, body, count):
+    """``body`` (loops that write ``dst``) as the instruction's read-all-then-write semantics.
+
+    When dst names the same buffer as a source (``__bang_mlp(v, v, w, K, N)``, an in-place conv or
+    matmul), the loops write an NRAM temporary of ``count`` floats instead, then copy it to dst:
+    every source element is read before dst changes, as the emulator (runtime/bang/xp_bang.h)
+    and in-place calls in public BANG code assume.  Otherwise ``body`` as it is."""
+    d = base_name(dst)
+    if d is None or not any(base_name(s) == d for s in srcs):
+        return [body]
+    tmp, j = ctx.fresh("t"), ctx.fresh("j")
+    from xpiler.ir.visit import rewrite
+
+    def to_tmp(n):
+        if isinstance(n, N.Assign) and isinstance(n.target, N.Index) and same_expr(n.target.base, dst):
+            return n.with_(target=N.Index(N.Var(tmp), n.target.index))
+        return n
+    el = ctx.env.elem_of(dst) or FLOAT
+    return [decl(tmp, N.Array(FLOAT, (count,)), scope="nram"), rewrite(body, to_tmp),
+            loop(j, 0, count, assign(ix(dst, N.Var(j)), cast(el, ix(tmp, N.Var(j)))))]
 
 
 def lower_transpose(ctx, name, args):
     dst, src, H, W = args
     h, w = ctx.fresh("h"), ctx.fresh("w")
-    ctx.require_distinct(name, dst, src)
-    return [loop(h, 0, H, loop(w, 0, W, assign(ix(dst, add(mul(N.Var(w), H), N.Var(h))),
-                                                ix(src, add(mul(N.Var(h), W), N.Var(w))))))]
+    body = loop(h, 0, H, loop(w, 0, W, assign(ix(dst, add(mul(N.Var(w), H), N.Var(h))),
+                                               tofloat(ix(src, add(mul(N.Var(h), W), N.Var(w)))))))
+    if base_name(dst) != base_name(src):
+        return [loop(h, 0, H, loop(w, 0, W, assign(ix(dst, add(mul(N.Var(w), H), N.Var(h))),
+                                                    ix(src, add(mul(N.Var(h), W), N.Var(w))))))]
+    return _through_temp(ctx, name, dst, [src], body, mul(H, W))
 
 
 def lower_memcpy(ctx, name, args):
@@ -241,11 +361,11 @@ def lower_memcpy(ctx, name, args):
 
 
 STATEMENTS = {}
-for _n in list(BIN) + ["__bang_maxequal", "__bang_minequal"]:
+for _n in BINARY_OPS:
     STATEMENTS[_n] = lower_binary
-for _n in SCAL:
+for _n in SCALAR_OPS:
     STATEMENTS[_n] = lower_scalar
-for _n in CYCLE:
+for _n in CYCLE_OPS:
     STATEMENTS[_n] = lower_cycle
 for _n in UNARY:
     STATEMENTS[_n] = lower_unary
@@ -256,6 +376,9 @@ for _n in ("__bang_write_zero", "__memset_nram", "__bang_write_value"):
 for _n in ("__bang_max", "__bang_min"):
     STATEMENTS[_n] = lower_argext
 STATEMENTS["__bang_sum"] = lower_sum
+STATEMENTS["__bang_reduce_sum"] = lower_reduce_sum
+STATEMENTS["__bang_argmax"] = lower_argext_u32
+STATEMENTS["__bang_argmin"] = lower_argext_u32
 for _n in POOLS:
     STATEMENTS[_n] = lower_pool
 STATEMENTS["__bang_conv"] = lower_conv

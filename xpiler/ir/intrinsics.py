@@ -581,6 +581,46 @@ _reg(IntrinsicDef("__bang_transpose", ("bang",), "vector",
                   semantics=lambda d, s, H, W: d.__setitem__(slice(0, H * W), s[:H * W].reshape(H, W).T.reshape(-1)),
                   doc="src [H][W] -> dst [W][H]"))
 
+# newer spellings and further ops of public BANG code (emulator: runtime/bang/xp_bang.h)
+for _n, _op in {"__bang_sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "__bang_relu": lambda x: np.maximum(x, 0),
+                "__bang_exp": np.exp, "__bang_log": np.log, "__bang_active_log": np.log, "__bang_tanh": np.tanh,
+                "__bang_gelu": _gelu_exact, "__bang_active_abs": np.abs, "__bang_active_sqrt": np.sqrt,
+                "__bang_active_rsqrt": lambda x: 1.0 / np.sqrt(x), "__bang_cos": np.cos, "__bang_pow2": np.exp2,
+                "__bang_not": lambda x: (x == 0).astype(np.float32)}.items():
+    _reg(IntrinsicDef(_n, ("bang",), "vector", U, None, EU, semantics=_unary(_op), doc="dst[i] = f(src[i]), i < n"))
+_REL = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+        "ge": np.greater_equal}
+for _n, _op in dict({"__bang_maximum": np.maximum, "__bang_minimum": np.minimum,
+                     "__bang_and": lambda a, b: ((a != 0) & (b != 0)).astype(np.float32),
+                     "__bang_or": lambda a, b: ((a != 0) | (b != 0)).astype(np.float32)},
+                    **{f"__bang_{k}": (lambda a, b, f=f: f(a, b).astype(np.float32)) for k, f in _REL.items()}).items():
+    _reg(IntrinsicDef(_n, ("bang",), "vector", V3, None, E3, semantics=_elt(_op),
+                      doc="dst[i] = a[i] op b[i] (relations give 1.0 / 0.0)"))
+for _n, _op in dict({"__bang_maxeq_scalar": np.maximum, "__bang_mineq_scalar": np.minimum},
+                    **{f"__bang_{k}_scalar": (lambda a, s, f=f: f(a, s).astype(np.float32))
+                       for k, f in _REL.items()}).items():
+    _reg(IntrinsicDef(_n, ("bang",), "vector", VS, None, ES, semantics=_elt_scalar(_op),
+                      doc="dst[i] = src[i] op s (relations give 1.0 / 0.0)"))
+for _n, _op in {"__bang_cycle_maxequal": np.maximum, "__bang_cycle_minequal": np.minimum}.items():
+    _reg(IntrinsicDef(_n, ("bang",), "vector", (Arg("dst", "ptr"), Arg("src", "ptr"), Arg("seg", "ptr"),
+                                                Arg("n", "scalar"), Arg("seg_n", "scalar")), None,
+                      (Effect("dst", "w", "n"), Effect("src", "r", "n"), Effect("seg", "r", "seg_n")),
+                      semantics=_cycle(_op), doc="dst[i] = op(src[i], seg[i % seg_n])"))
+
+
+def _reduce_sum(dst, src, n):
+    L = 128 // src.dtype.itemsize
+    g = n // L
+    dst[:g] = src[:g * L].astype(np.float64).reshape(g, L).sum(axis=1)
+
+
+_reg(IntrinsicDef("__bang_reduce_sum", ("bang",), "vector", U, None,
+                  (Effect("dst", "w", "max(n // 32, 1)"), Effect("src", "r", "n")), semantics=_reduce_sum,
+                  doc="dst[g] = sum of the g-th 128-byte group of src"))
+for _n in ("__bang_argmax", "__bang_argmin"):
+    _reg(IntrinsicDef(_n, ("bang",), "vector", U, None, (Effect("dst", "w", "2"), Effect("src", "r", "n")),
+                      doc="dst[0] = max (min); the 4 bytes after it = its index as uint32"))
+
 MEMCPY_DIRS = ("GDRAM2NRAM", "NRAM2GDRAM", "GDRAM2WRAM", "NRAM2WRAM", "NRAM2NRAM", "GDRAM2SRAM", "SRAM2NRAM",
                "NRAM2SRAM", "SRAM2GDRAM", "GDRAM2GDRAM", "SRAM2WRAM")
 

@@ -5,7 +5,9 @@ client's own retries are switched off; this module retries itself (bounded, expo
 backoff with a cap, honouring ``Retry-After``) on 429, 5xx, timeouts and dropped
 connections, so every attempt is counted and the total wait is predictable. Decoding is
 deterministic by default: temperature 0 and a fixed seed (endpoints that ignore ``seed`` are
-still greedy).
+still greedy). With a :class:`Budget` that has a ``deadline``, each attempt's HTTP timeout is
+``min(timeout_s, time left)``, no retry or backoff sleep runs past it, and a call cut that way
+raises :class:`BudgetExceeded` (not a timeout of the endpoint).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import time
 from typing import Callable, Sequence
 
 from .base import (DEFAULT_MAX_TOKENS, DEFAULT_SEED, BackendHTTPError, BackendTimeout, BackendUnavailable,
-                   Completion, Message, approx_tokens, normalize_messages)
+                   BudgetExceeded, Completion, Message, approx_tokens, normalize_messages)
 from .budget import Budget
 from .redact import register_secret
 
@@ -75,12 +77,22 @@ class OpenAIBackend:
         t0 = time.monotonic()
         last: Exception | None = None
         retries = 0
+
+        def spent(what: str) -> BudgetExceeded:
+            return BudgetExceeded(f"the migration's time budget is spent: {what} ({retries + 1} attempt(s))")
+
         for attempt in range(self.max_retries + 1):
             retry_after = None
+            wait = self.timeout_s
+            left = self.budget.time_left() if self.budget is not None else None
+            if left is not None:
+                if left <= 0:
+                    raise spent(f"no attempt after the last error ({last})" if last else "the call was not made")
+                wait = min(wait, left)
             try:
                 r = self._client.chat.completions.create(
                     model=self.model, messages=msgs, temperature=self.temperature, seed=seed,
-                    max_tokens=max_tokens, n=1)
+                    max_tokens=max_tokens, n=1, timeout=wait)
                 text = ""
                 finish = None
                 if r.choices:
@@ -97,6 +109,8 @@ class OpenAIBackend:
                                   meta={"finish_reason": finish, "retries": retries,
                                         "system_fingerprint": getattr(r, "system_fingerprint", None)})
             except openai.APITimeoutError as e:       # subclass of APIConnectionError: test it first
+                if wait < self.timeout_s:
+                    raise spent(f"the endpoint had not answered when the call was cut after {wait:.3g} s") from None
                 last = BackendTimeout(f"timed out after {self.timeout_s:g} s")
             except openai.APIConnectionError as e:
                 last = BackendTimeout(f"connection failed: {type(e).__name__}")
@@ -111,9 +125,15 @@ class OpenAIBackend:
                 except ValueError:
                     retry_after = None
             if attempt < self.max_retries:
+                delay = self._delay(attempt, retry_after)
+                left = self.budget.time_left() if self.budget is not None else None
+                if left is not None and left <= delay:
+                    raise spent(f"no retry after {last}")
                 retries += 1
-                self._sleep(self._delay(attempt, retry_after))
+                self._sleep(delay)
         assert last is not None
+        if retries:
+            last.args = (f"{last.args[0]} ({retries + 1} attempts, {time.monotonic() - t0:.1f} s in all)",)
         raise last
 
 

@@ -11,6 +11,7 @@ candidates; the policy then falls back to the symbolic rewrite. Garbage never le
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 from ..llm.base import Backend, LLMError
@@ -66,6 +67,9 @@ class LLMProposer:
         self.retries = retries
         self.prompts_dir = prompts_dir
         self.keep_failed = keep_failed  # return well-formed candidates that failed their test (for repair)
+        # why the latest propose() ended without a candidate because of the backend (None: it did not):
+        # {"kind": "timeout" | "budget" | "http_error" | …, "detail": str, "latency_s": float}
+        self.last_error: dict | None = None
 
     # -- retrieval -------------------------------------------------------------------------------
     def query_for(self, pass_name: str, target: str, program: str, ctx: PassContext) -> str:
@@ -146,17 +150,21 @@ class LLMProposer:
         backend_name = getattr(self.backend, "name", type(self.backend).__name__)
         model = getattr(self.backend, "model", "?")
         kept: list[Candidate] = []
+        self.last_error = None
 
         for attempt in range(1 + max(0, self.retries)):
+            t_call = time.monotonic()
             try:
                 comp = self.backend.complete(messages, max_tokens=self.max_tokens, seed=ctx.seed)
             except Exception as e:  # an LLM failure is a failed proposal, never a dead migration
+                waited = time.monotonic() - t_call   # what the call really cost, retries included
                 kind = e.kind if isinstance(e, LLMError) else "error"
                 detail = str(e) if isinstance(e, LLMError) else f"{type(e).__name__}: {e}"
                 emit(self.log, llm_event(backend=backend_name, model=model, messages=messages, response=None,
-                                         verdict=error_verdict(kind),
+                                         latency_s=waited, verdict=error_verdict(kind),
                                          section_ids=section_ids, pass_name=pass_name, target=target,
                                          attempt=attempt, seed=ctx.seed, detail=detail))
+                self.last_error = {"kind": kind, "detail": detail, "latency_s": round(waited, 3)}
                 return kept
             code, verdict, detail, ir = self.screen(comp.text, pass_name, original, target, ctx, parser)
             cand = None

@@ -33,12 +33,31 @@ def load_reference(spec: Spec):
         try:
             ms.loader.exec_module(mod)
         except Exception as e:  # the user's file: report, never crash
-            raise XPError("XP2108", detail=f"importing {path.name}: {type(e).__name__}: {e}", file=path) from None
+            sys.modules.pop(name, None)
+            raise XPError("XP1222", ref=spec.reference, detail=f"while importing {path.name}: {type(e).__name__}: {e}",
+                          file=path, line=_raising_line(e, path)) from None
         _MODULE_CACHE[key] = mod
     fn = getattr(mod, func, None)
     if fn is None:
         raise XPError("XP1019", value=spec.reference, detail=f"no function '{func}' in {path.name}", file=spec.path)
     return fn
+
+
+def _raising_line(e: BaseException, path: Path | None) -> int | None:
+    """The line of ``path`` (the reference file) nearest to where ``e`` was raised."""
+    import traceback
+    if path is None:
+        return None
+    if isinstance(e, SyntaxError) and e.lineno:
+        return e.lineno
+    line = None
+    for fr in traceback.extract_tb(e.__traceback__):
+        try:
+            if Path(fr.filename).resolve() == Path(path).resolve():
+                line = fr.lineno
+        except OSError:
+            continue
+    return line
 
 
 def reference_args(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> list:
@@ -60,8 +79,11 @@ def reference_outputs(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray])
     args = reference_args(spec, inst, arrays)
     try:
         res = fn(*args)
-    except Exception as e:
-        raise XPError("XP2108", detail=f"{type(e).__name__}: {e}", file=spec.path) from None
+    except Exception as e:  # the user's reference is at fault (bad input), not the kernel
+        ref_file = Path(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
+        ref_file = ref_file if ref_file.is_file() else None
+        raise XPError("XP1222", ref=spec.reference, detail=f"{type(e).__name__}: {e}", file=ref_file or spec.path,
+                      line=_raising_line(e, ref_file) if ref_file else None) from None
     outs = spec.outputs
     if not isinstance(res, (tuple, list)):
         res = (res,)
