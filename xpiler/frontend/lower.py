@@ -721,7 +721,9 @@ class Lowerer:
                 if name.startswith("__xp_ctor_"):
                     return N.Call(name[len("__xp_ctor_"):], args, loc=loc)
                 if name.startswith(STD_PREFIX):
-                    return self.std_call(name[len(STD_PREFIX):], args, loc)
+                    if self.p.dialect == "c":   # C has no overloads: pick the spelling by type
+                        return self.std_call(name[len(STD_PREFIX):], args, loc)
+                    name = name[len(STD_PREFIX):]   # cuda/hip/bang: the overloaded name, as before
                 if name.startswith("__xpw_"):
                     name = "wmma::" + name[6:]
                 key = canonical_name(name, self.p.dialect)
