@@ -1,11 +1,14 @@
-"""numpy references for the wild gemm kernels: C[M][N] = A[M][K] . B[K][N]."""
+"""numpy references for the wild gemm kernels: C[M][N] = A[M][K] . B[K][N].
+
+Products use np.einsum (no BLAS): a BLAS call from the tester's worker threads can hang.
+"""
 import numpy as np
 
 
 def gemm(A, B, M, N, K):
     a = np.asarray(A, dtype=np.float64).reshape(M, K)
     b = np.asarray(B, dtype=np.float64).reshape(K, N)
-    return (a @ b).astype(np.float32)
+    return np.einsum("mk,kn->mn", a, b).astype(np.float32)
 
 
 def gemm_fixed(a, b):
@@ -19,7 +22,7 @@ def gemm_tile(A, B, M, N, K, tile):
 def gemm_s8s32(A, B, M, N, K):
     a = np.asarray(A, dtype=np.int64).reshape(M, K)
     b = np.asarray(B, dtype=np.int64).reshape(K, N)
-    return (a @ b).astype(np.int32)
+    return np.einsum("mk,kn->mn", a, b).astype(np.int32)
 
 
 def gemm_u8s8_bt(A, Bt, M, N, K):

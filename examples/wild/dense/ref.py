@@ -1,0 +1,19 @@
+"""numpy references for the wild dense (fully connected) kernels."""
+import numpy as np
+
+
+def _linear(x, W, b, rows, in_f, out_f):
+    x = np.asarray(x, dtype=np.float64).reshape(rows, in_f)
+    W = np.asarray(W, dtype=np.float64).reshape(out_f, in_f)
+    return np.einsum("bi,oi->bo", x, W) + np.asarray(b, dtype=np.float64).reshape(1, out_f)
+
+
+def linear_relu(inp, weight, bias, B, C, OC, relu):
+    y = _linear(inp, weight, bias, B, C, OC)
+    if relu:
+        y = np.maximum(y, 0.0)
+    return y.astype(np.float32)
+
+
+def dense(x, W, b, batch, in_f, out_f):
+    return _linear(x, W, b, batch, in_f, out_f).astype(np.float32)
