@@ -15,3 +15,9 @@ def add_half2(x, r, n2):
 def add_bias_nchw(x, bias, N, C, HW):
     x = np.asarray(x, dtype=np.float32).reshape(N, C, HW)
     return (x + np.asarray(bias, dtype=np.float32).reshape(1, C, 1)).astype(np.float32)
+
+
+def add_bias_rows(x, bias, rows, C):
+    """y[r][c] = x[r][c] + bias[c], float32 [rows][C]."""
+    x = np.asarray(x, dtype=np.float32).reshape(rows, C)
+    return (x + np.asarray(bias, dtype=np.float32).reshape(1, C)).astype(np.float32)

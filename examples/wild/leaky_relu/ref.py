@@ -14,3 +14,9 @@ def leaky_relu_2d(x, y, rows, cols, pitch, slope):
 def leaky_relu_inplace(x, n):
     x = np.asarray(x, dtype=np.float32).reshape(-1)[:n]
     return np.where(x < 0, x * np.float32(0.01), x).astype(np.float32)
+
+
+def leaky_relu_slope_n(x, slope, n):
+    """y = x if x >= 0 else slope * x (float32), flat n elements; slope a scalar argument."""
+    x = np.asarray(x, dtype=np.float32).reshape(-1)[:n]
+    return np.where(x >= 0, x, x * np.float32(slope)).astype(np.float32)
