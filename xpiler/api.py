@@ -53,7 +53,16 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
     The verdict names its substrate (``hw:…`` or ``emu:…``), the seeds and instances run, and
     the largest absolute and relative errors seen.
     """
+    from .migration.driver import check_run_options
+    check_run_options(jobs=jobs, timeout=timeout)
+    if not list(seeds):
+        raise XPError("XP1223", flag="--seeds", value=0, want="at least one seed")
     src, s = _resolve(src, spec)
+    if instances:
+        known = [i.name for i in s.instances()]
+        for name in instances:
+            if name not in known:
+                raise XPError("XP1224", name=name, names=", ".join(known), file=s.path)
     return compare_kernels(src, s, seeds=seeds, instances=instances, sanitize=sanitize, timeout=timeout,
                            mem_mb=mem_mb, jobs=jobs, progress=progress)
 
@@ -61,7 +70,7 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
 def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir: str | Path = "out",
             llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None,
-            perf: bool = True, force: bool = False):
+            perf: bool = True, timeout: float = 120.0, force: bool = False):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
     Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
@@ -70,6 +79,12 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
     ``diagnostics``. A result that is
     not verified wrote its best candidate with ``.unverified`` in the name.
 
+    The source is tested alone first (a failing or hanging source, or a reference that raises,
+    is refused with XP1220/XP1221/XP1222 and nothing is migrated). ``budget`` (seconds) is a
+    wall-clock cap on the whole migration, tests and LLM calls included (XP4020 says what it
+    cut); ``timeout`` caps one child run (each candidate's limit is derived from the source's
+    measured run time, at most this).
+
     Into ``outdir``, xpiler writes only files it can prove it wrote (their hashes are kept in
     ``outdir/.xpiler-output``): any other file of the same name, or one edited since, is refused
     with XP1204 before anything is written, unless ``force=True``. The source, spec and
@@ -77,7 +92,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
     """
     from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
-                    jobs=jobs, resume=resume, progress=progress, perf=perf, force=force)
+                    jobs=jobs, resume=resume, progress=progress, perf=perf, timeout=timeout, force=force)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

@@ -72,6 +72,11 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1207", "error", "output directory {path} is an existing file, not a folder", "Nothing was written. Give -o a folder (it is created when missing)."),
     ("XP1208", "error", "output directory {path} would overwrite {what} ({name}) with an output of the run", "Nothing was written. Choose an -o apart from the source, spec and reference; --force never replaces an input."),
     ("XP1209", "error", "cannot write into output directory {path}: {detail}", "Check that the folder can be created and written to, or choose another -o."),
+    ("XP1220", "error", "the source kernel {src} fails its own test, before anything was migrated ({test}): {detail}", "Nothing was migrated: the source is the oracle every candidate is compared with. Fix the source or its spec; `xpiler test SRC --instance NAME` reproduces the failing test."),
+    ("XP1221", "error", "the source kernel {src} did not finish within {seconds} s ({test}), before anything was migrated", "It hangs, or is far too slow for that instance: fix it, use smaller [[shapes]], or give a larger --timeout. Nothing was migrated."),
+    ("XP1222", "error", "the spec's reference {ref} raised {detail}", "Fix the Python reference at the line given (the kernel is not at fault); `xpiler test` reproduces it."),
+    ("XP1223", "error", "bad value for {flag}: {value} ({want})", "See `xpiler COMMAND --help`."),
+    ("XP1224", "error", "unknown instance '{name}'; the spec's instances are: {names}", "Give --instance one of the listed names ('base' or a [[shapes]] name)."),
     # --- toolchains ----------------------------------------------------------------------------
     ("XP2001", "error", "CUDA/HIP compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
     ("XP2002", "error", "BANG compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
@@ -112,6 +117,8 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4012", "warning", "the {role} file named by the log is gone ({path}): it was not compared with the re-derived output", "Give --output FILE to compare a copy kept elsewhere."),
     ("XP4013", "error", "the log was edited after it was written: its lines hash to {got}, the end event recorded {want}", "Restore the log as written, or re-run the migration."),
     ("XP4014", "error", "the log's end event disagrees with its {what}: {detail}", "The end event or the events before it were edited; re-run the migration."),
+    ("XP4020", "error", "time budget spent: {what}", "Give a larger --budget; the report lists what was cut, and no cut test counts as passed."),
+    ("XP4021", "warning", "the LLM step for {pass_name} was dropped: {why}", "The symbolic rewrite stands in where it applies. Check the endpoint (timeouts, HTTP errors) or give a larger --budget."),
     ("XP4101", "warning", "host API '{name}' has no {dst} counterpart", "See docs/api-mapping.md; the call is left as a comment for you to port."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),

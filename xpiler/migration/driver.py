@@ -152,7 +152,7 @@ def _rel(p: Path) -> str | None:
 
 
 def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: list[str], out: Path, src: Path,
-               seeds, jobs: int, log, diags: list) -> str:
+               seeds, jobs: int, log, diags: list, timeout: float = 120.0) -> str:
     """Add the migrated host launcher to the verified kernel when it verifies too (host test
     mode: a main calls the launcher with host arrays); otherwise keep the kernel alone and say
     why. Returns the text written to ``out``."""
@@ -170,7 +170,8 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
         full = attach_host(stage.program, funcs, to)
         text = print_program(full, to)
         out.write_text(text)
-        v = test_host_launcher(out, ospec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs)
+        v = test_host_launcher(out, ospec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs,
+                               timeout=timeout)
         log.event("test", stage="host_launcher", program_hash=hashlib.sha256(text.encode()).hexdigest()[:16],
                   dialect=to, substrate=v.substrate, instances=v.instances, seeds=list(v.seeds), verified=v.verified,
                   max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, host=funcs[0].name,
@@ -265,17 +266,86 @@ sys.exit(1 if verdict.verified else 0)
     return script
 
 
+# -- the source first, and the time limits derived from it (docs/decisions.md) ----------------
+DEFAULT_TIMEOUT_S = 120.0   # the longest one child run may take (--timeout)
+SOURCE_CHECK_S = 60.0       # the source check's per-run limit: min(timeout, this), at least timeout / 2
+RUN_LIMIT_FACTOR = 10.0     # a candidate run may take this many times the source's slowest run…
+RUN_LIMIT_FLOOR_S = 20.0    # …but never less than this (candidates run under AddressSanitizer, maybe
+                            # on an emulator where the source ran natively), and never more than timeout
+
+
+def check_run_options(*, budget: float | None = None, jobs: int | None = None, timeout: float | None = None) -> None:
+    """Refuse option values that would make a run meaningless (XP1223, bad input)."""
+    import math
+    for flag, value, ok, want in (
+            ("--budget", budget, lambda v: math.isfinite(v) and v > 0, "seconds, > 0"),
+            ("--jobs", jobs, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
+            ("--timeout", timeout, lambda v: math.isfinite(v) and v > 0, "seconds, > 0")):
+        if value is not None and not ok(value):
+            raise XPError("XP1223", flag=flag, value=value, want=want)
+
+
+def source_check_limit(timeout: float) -> float:
+    """The per-run limit of the source check: shorter than ``timeout`` (a hanging source is
+    found in one short limit), but never below half of it."""
+    return max(min(timeout, SOURCE_CHECK_S), timeout / 2)
+
+
+def run_limit_from(source_run_s: float, timeout: float) -> float:
+    """The per-run limit of every candidate test, from the source's slowest measured run."""
+    return min(timeout, max(RUN_LIMIT_FLOOR_S, RUN_LIMIT_FACTOR * source_run_s))
+
+
+def check_source(src: Path, sspec: Spec, seeds, jobs: int, timeout: float, deadline: float) -> Verdict:
+    """Test the source kernel alone on its own substrate, against the spec's reference (or, with
+    no reference, against itself: crashes, hangs, nondeterminism), once, before any pass.
+
+    Raises the diagnostic of a source that fails (XP1220), hangs (XP1221) or of a reference that
+    raises (XP1222): bad input, nothing is migrated. Returns the verdict when it passed, or when
+    the time budget cut it (its failures are then XP4020)."""
+    from ..verify.inputs import make_inputs
+    from ..verify.oracle import reference_outputs
+    lim = source_check_limit(timeout)
+    use_ref = bool(sspec.reference)
+    v = compare_kernels(src, sspec, against=None if use_ref else (src, sspec), use_reference=use_ref, seeds=seeds,
+                        jobs=jobs, sanitize=False, timeout=lim, deadline=deadline, stop_on_failure=True)
+    v.oracle = "source check: " + v.oracle
+    if v.verified or all(f.code == "XP4020" for f in v.failures):
+        return v
+    if v.build_error is not None:
+        if v.build_error.code.startswith("XP1"):
+            raise v.build_error
+        raise XPError("XP1220", src=src.name, test="build", detail=f"{v.build_error.code}: {v.build_error.message}",
+                      file=src)
+    insts = {i.name: i for i in sspec.instances()}
+    f = next(x for x in v.failures if x.code != "XP4020")
+    inst = insts.get(f.instance)
+    test = f"instance {inst.describe() if inst else f.instance}, seed {f.seed}"
+    if f.code.startswith("XP1"):   # bad input found by the oracle: the reference raised, or cannot be loaded
+        if sspec.reference and inst is not None:
+            reference_outputs(sspec, inst, make_inputs(inst, f.seed))   # raises it again, with its file and line
+        raise XPError(f.code, message=f.message, file=src)
+    if f.code == "XP2103":
+        raise XPError("XP1221", src=src.name, seconds=f"{lim:g}", test=test, file=src)
+    detail = f"{f.code}: {f.message}"
+    if f.first_diffs:
+        d = f.first_diffs[0]
+        detail += f"; first mismatch at {d['index']}: got {d['got']}, expected {d['expected']}"
+    raise XPError("XP1220", src=src.name, test=test, detail=detail, file=src)
+
+
 def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, outdir: str | Path = "out", *,
             proposer: str = "symbolic", llm: str | None = None, budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
-            perf: bool = True, force: bool = False) -> MigrationResult:
+            perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError, get as get_pass
 
     t0 = time.time()
     say = progress or (lambda msg: None)
+    check_run_options(budget=budget, jobs=jobs, timeout=timeout)
     src, sspec = _resolve(src, spec)
     if to not in DIALECT_EXT:
         raise XPError("XP1004", value=to)
@@ -297,29 +367,57 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         rh = resumed[0]
         if rh.get("source_sha256") != sha256_text(src_text) or rh.get("target") != to:
             raise _resume_mismatch(resume, rh, sha256_text(src_text), to)
+    deadline = t0 + budget          # --budget is a wall-clock cap: tests and LLM calls stop at it
+    seeds = (seed, seed + 1, seed + 2)
+    # the source first (before anything is written): a source that fails its own test, hangs, or
+    # whose reference raises is bad input, never blamed on a pass; its slowest run sets the limit
+    # of every candidate run
+    say(f"parsing {src.name}")
+    prog = parse_file(src, sspec.dialect)
+    say(f"testing the source {src.name}")
+    src_verdict = check_source(src, sspec, seeds, jobs, timeout, deadline)
+    run_limit = run_limit_from(src_verdict.max_run_s, timeout)
     work = od.scratch()   # scratch outside the output folder, removed with od
     log = ProvenanceLog(od.claim("provenance.jsonl"), {
         "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
         "spec_path": str(sspec.path.resolve()) if sspec.path else None,
         "source_rel": _rel(src), "spec_rel": _rel(sspec.path) if sspec.path else None,
         "source_dialect": sspec.dialect, "target": to, "seeds": [seed, seed + 1, seed + 2],
-        "llm": llm, "proposer": proposer, "config": {"budget_s": budget, "tune": tune, "jobs": jobs},
+        "llm": llm, "proposer": proposer,
+        # tuning is not built: the log never claims it (tune is always False)
+        "config": {"budget_s": budget, "tune": False, "jobs": jobs, "timeout_s": timeout, "run_limit_s": run_limit},
         "toolchains": toolchain_versions()})
     diags: list[XPError] = []
     steps: list[Step] = []
-    seeds = (seed, seed + 1, seed + 2)
 
-    say(f"parsing {src.name}")
-    prog = parse_file(src, sspec.dialect)
     entry_fn = prog.func(sspec.entry)
     params = [p.name for p in entry_fn.params]
     stage = Stage(prog, sspec.dialect, sspec.entry, dict(sspec.launch))
     stage.text = _printer(stage.dialect)(prog)
     stage_texts = {stage.hash: stage.text}
     log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
+    log.event("test", stage="source", program_hash=stage.hash, dialect=sspec.dialect, substrate=src_verdict.substrate,
+              instances=src_verdict.instances, seeds=list(src_verdict.seeds), verified=src_verdict.verified,
+              max_abs_error=src_verdict.max_abs_error, max_rel_error=src_verdict.max_rel_error,
+              oracle=src_verdict.oracle, max_run_s=round(src_verdict.max_run_s, 3),
+              time_limit_s=source_check_limit(timeout), run_limit_s=run_limit,
+              failures=[f.to_json() for f in src_verdict.failures[:5]])
+    out_of_time = None      # what the time budget cut, once it is spent (said in the diagnostics)
+    if not src_verdict.verified:
+        out_of_time = f"the source check was cut after {time.time() - t0:.1f} s"
+    if tune:
+        log.event("note", what="tune", detail="tuning was asked for but is not built; nothing was tuned")
 
     def test_stage(st: Stage, tag: str) -> tuple[Verdict, Path]:
         path = work / f"{tag}{DIALECT_EXT[st.dialect]}"
+        if time.time() >= deadline:   # no build, no run: the budget is spent
+            from ..verify.tester import RunFailure
+            v = Verdict(False, "-", str(path), list(seeds), [], oracle="not run")
+            v.failures.append(RunFailure("XP4020", "time budget spent: the test was not started", "-", -1))
+            log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate="-", instances=[],
+                      seeds=list(seeds), verified=False, max_abs_error=0.0, max_rel_error=0.0, time_limit_s=run_limit,
+                      failures=[f.to_json() for f in v.failures])
+            return v, path
         path.write_text(st.text)
         cand_spec = sspec.with_dialect(st.dialect, st.entry, _launch_to_spec(st.launch, sspec, params))
         cand_spec.path = path.with_name(path.name + ".toml")
@@ -330,13 +428,14 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             cand_spec.reference = f"{(sspec.path.parent / ref_file).resolve()}:{sspec.reference.split(':')[1]}"
             cand_spec.path.write_text(spec_to_toml(cand_spec))
         v = compare_kernels(path, cand_spec, against=(src, sspec), use_reference=bool(sspec.reference),
-                            seeds=seeds, jobs=jobs)
+                            seeds=seeds, jobs=jobs, timeout=run_limit, deadline=deadline)
         if v.verified and st.dialect in ("cuda", "hip"):
             # the emulator ran it; the real compiler of the target must accept it too
             _real_compile_gate(st.dialect, path, v)
         log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate=v.substrate,
                   instances=v.instances, seeds=list(v.seeds), verified=v.verified, max_abs_error=v.max_abs_error,
-                  max_rel_error=v.max_rel_error, failures=[f.to_json() for f in v.failures[:5]])
+                  max_rel_error=v.max_rel_error, max_run_s=round(v.max_run_s, 3), time_limit_s=run_limit,
+                  failures=[f.to_json() for f in v.failures[:5]])
         return v, path
 
     verified_stage = None
@@ -347,11 +446,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     # --proposer llm|both: the LLM policy proposes candidates; the symbolic rewrite is one proposer
     policy = None
     if proposer != "symbolic":
+        from ..llm.budget import Budget
         from ..proposers.policy import make_policy
         from ..proposers.protocol import FunctionProposer
         try:
             policy = make_policy(proposer, symbolic=FunctionProposer(lambda *a, **k: [], name="symbolic"),
                                  llm_option=llm, log=lambda ev: log.event(ev.pop("type", "note"), **ev),
+                                 budget=Budget(max_calls=None, max_tokens=None, deadline=deadline),
                                  replay_log=str(resume) if resume else None)
         except ValueError as e:
             raise XPError("XP1205", detail=str(e)) from None
@@ -421,6 +522,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     for plan_no, plan in enumerate(all_plans):
         if verified_stage is not None:
             break
+        if out_of_time is None and time.time() >= deadline:
+            out_of_time = f"the budget of {budget:g} s ran out before plan {plan_no + 1} of {len(all_plans)}"
+        if out_of_time is not None:
+            left = [f"plan {i + 1} ({', '.join(n for n, _ in p)})" for i, p in enumerate(all_plans[plan_no:], plan_no)]
+            diags.append(XPError("XP4020", what=f"{out_of_time}; not tried: {'; '.join(left)}"))
+            log.event("note", what="budget spent", cut=out_of_time, not_tried=left)
+            break
         if plan_no:
             log.event("note", what="next plan", plan=plan_no, passes=[p for p, _ in plan])
             say(f"trying plan {plan_no + 1}/{len(all_plans)}")
@@ -433,8 +541,11 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 continue
             plan = [(n, {key: v for key, v in p.items() if key != REQUIRE}) for n, p in plan]
         for k, (pname, pparams) in enumerate(plan, start=k_base):
-            if time.time() - t0 > budget:
-                diags.append(XPError("XP4003", pass_name=pname, why="migration budget exhausted"))
+            if time.time() >= deadline:
+                out_of_time = f"the budget of {budget:g} s ran out at step {k + 1}"
+                left = ", ".join(n for n, _ in plan[k - k_base:])
+                diags.append(XPError("XP4020", what=f"{out_of_time}; passes not run: {left}"))
+                log.event("note", what="budget spent", cut=out_of_time, passes_not_run=left.split(", "))
                 break
             say(f"pass {k + 1}/{len(plan)}: {pname}")
             candidates: list[tuple[Stage, str, bool]] = []
@@ -459,6 +570,14 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 except Exception as e:  # a failing backend is a failed candidate, never a dead migration
                     log.event("note", what="llm_error", pass_name=pname, error=f"{type(e).__name__}: {e}")
                     llm_cands = []
+                llm_err = getattr(policy.llm, "last_error", None) if not llm_cands else None
+                if llm_err:  # the endpoint, not the tests, dropped the LLM step: say which way
+                    what = {"timeout": "the endpoint timed out", "budget": "the time budget is spent",
+                            "http_error": "the endpoint answered with an HTTP error"}.get(llm_err["kind"],
+                                                                                       llm_err["kind"])
+                    detail = llm_err["detail"].removeprefix("the migration's time budget is spent: ")
+                    diags.append(XPError("XP4021", pass_name=pname,
+                                         why=f"{what} after {llm_err['latency_s']:.1f} s ({detail})"))
                 for c in llm_cands:
                     try:
                         cprog = parse_text(c.program_text, out_dialect, f"<llm:{pname}>")
@@ -499,6 +618,14 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             if not adopted:
                 last = candidates[-1]
                 lv = tested.get(last[0].hash)
+                cut = next((f for f in lv.failures if f.code == "XP4020"), None) if lv else None
+                if cut is not None:   # the budget, not the program, ended this test: no verdict on the step
+                    why = cut.message.removeprefix("time budget spent: ")
+                    out_of_time = f"the test of the program after {pname} was cut"
+                    left = ", ".join(n for n, _ in plan[k - k_base + 1:]) or "none"
+                    diags.append(XPError("XP4020", what=f"the test of the program after {pname} was cut ({why}), "
+                                                        f"so that step is not taken; passes not run: {left}"))
+                    break
                 diags.append(XPError("XP4003", pass_name=pname,
                                      why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
 
@@ -516,16 +643,23 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         ospec.path = outdir / (out_name + ".toml")
         od.write_text(out_name + ".toml", spec_to_toml(ospec))
         final_text = verified_stage.text
-        if to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
+        if time.time() >= deadline and (to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None)):
+            diags.append(XPError("XP4020", what="the host launcher was not migrated (the kernel is written without it)"))
+        elif to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
             say("migrating the host launcher")
-            final_text = _with_host(prog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags)
+            final_text = _with_host(prog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
+                                    timeout=min(run_limit, max(0.1, deadline - time.time())))
         result.verified, result.code, result.output_path = True, final_text, out
         result.spec_path = outdir / (out_name + ".toml")
         log.event("output", path=str(out), program_hash=verified_stage.hash, verified=True)
-        if perf:
+        if perf and time.time() >= deadline:
+            result.perf_note = "not timed: the time budget was spent"
+            diags.append(XPError("XP4020", what="the verified kernel was not timed against its reference"))
+            log.event("perf", rows=[], note=result.perf_note)
+        elif perf:
             from ..perf import measure
             say("timing the kernel against its reference")
-            rows, note = measure(out, ospec)
+            rows, note = measure(out, ospec, timeout_s=min(run_limit, max(0.1, deadline - time.time())))
             result.perf, result.perf_note = rows, note
             result.latency = rows[0].kernel_ms if rows else None
             log.event("perf", rows=[r.to_json() for r in rows], note=note)

@@ -68,6 +68,8 @@ class Verdict:
     elapsed_s: float = 0.0
     build_error: XPError | None = None
     schedules: list = field(default_factory=list)  # cuda/hip: the SIMT emulator schedule of each seed
+    max_run_s: float = 0.0   # the longest run of the candidate (wall seconds, child process; no build)
+    skipped: int = 0         # runs not launched: the deadline passed or an earlier run failed (stop_on_failure)
     notes: list = field(default_factory=list)  # build notes (XPError, severity note): headers added, built as C++
 
     def to_json(self) -> dict:
@@ -75,6 +77,7 @@ class Verdict:
                 "max_rel_error": self.max_rel_error, "seeds": self.seeds, "instances": self.instances,
                 "source": self.source, "runs": self.runs, "sanitized": self.sanitized, "oracle": self.oracle,
                 "elapsed_s": round(self.elapsed_s, 3), "schedules": self.schedules,
+                "max_run_s": round(self.max_run_s, 3), "skipped": self.skipped,
                 "failures": [f.to_json() for f in self.failures],
                 "notes": [n.to_json() for n in self.notes],
                 "build_error": self.build_error.to_json() if self.build_error else None}
@@ -219,13 +222,14 @@ class _Runner:
             self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
         self.notes = list(getattr(self.platform, "notes", None) or [])
 
-    def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str, seed: int = 0):
+    def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str, seed: int = 0,
+            timeout: float | None = None):
         jobdir = Path(tempfile.mkdtemp(prefix=f"job-{tag}-", dir=self.workroot))
         try:
             write_job(jobdir, inst, arrays)
             sch = _schedule(self.spec.dialect, seed)
             # a CUDA runtime reserves far more address space than it uses: no RLIMIT_AS on a GPU
-            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=self.timeout,
+            oc = run_limited([str(self.exe), str(jobdir)], cwd=jobdir, timeout_s=timeout or self.timeout,
                              mem_mb=None if self.substrate.startswith("hw:nvidia") else self.mem_mb,
                              sanitized=self.sanitize, env=None if sch is None else {"XPS_SCHEDULE": str(sch)})
             if not oc.ok:
@@ -243,8 +247,16 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                     against: tuple[str | Path, Spec] | None = None, use_reference: bool = True,
                     seeds=DEFAULT_SEEDS, instances: list[str] | None = None, sanitize: bool = True,
                     timeout: float = 120.0, mem_mb: int = 4096, jobs: int = 2,
-                    progress: Callable[[int, int], None] | None = None) -> Verdict:
-    """Run ``candidate`` on every instance × seed and compare with the oracle(s)."""
+                    progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
+                    stop_on_failure: bool = False) -> Verdict:
+    """Run ``candidate`` on every instance × seed and compare with the oracle(s).
+
+    ``deadline`` (a ``time.time()`` value, e.g. the end of a migration's budget): no run is
+    launched after it and each run's limit is ``min(timeout, time left)``; a run cut that way
+    or not launched is a failure (XP4020), so a verdict is never verified on fewer runs.
+    ``stop_on_failure``: once a run fails, the runs not yet started are skipped (one time
+    limit, not one per run, for a kernel that hangs).
+    """
     t0 = time.time()
     candidate = Path(candidate)
     if cand_spec is None:
@@ -283,20 +295,43 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
 
         tasks = [(inst, seed) for inst in insts for seed in seeds]
         done = [0]
+        stop = [False]
+
+        def limit() -> float | None:
+            """This run's time limit: the per-run timeout, cut to the time left before the deadline
+            (None: the deadline has passed, launch nothing)."""
+            if deadline is None:
+                return timeout
+            left = deadline - time.time()
+            return None if left <= 0.05 else min(timeout, left)
+
+        def cut_failure(inst, seed, what):
+            return RunFailure("XP4020", f"time budget spent: {what}", inst.name, seed)
 
         def one(task):
             inst, seed = task
+            if stop[0]:
+                return None
+            lim = limit()
+            if lim is None:
+                return None
             arrays = make_inputs(inst, seed)
             fails: list[RunFailure] = []
-            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}", seed)
+            t_run = time.time()
+            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}", seed, timeout=lim)
+            verdict.max_run_s = max(verdict.max_run_s, time.time() - t_run)
             if got is None:
-                return [_failure_from_outcome(oc, inst, seed, timeout, mem_mb)], 0.0, 0.0
+                if oc.reason == "timeout" and lim < timeout:
+                    return [cut_failure(inst, seed, f"run stopped after {lim:.3g} s (its own limit is "
+                                                         f"{timeout:g} s)")], 0.0, 0.0
+                return [_failure_from_outcome(oc, inst, seed, lim, mem_mb)], 0.0, 0.0
             mabs = mrel = 0.0
             if use_reference and spec.reference:
                 try:
                     exp = reference_outputs(spec, inst, arrays)
-                except XPError as e:
-                    return [RunFailure(e.code, e.message, inst.name, seed)], 0.0, 0.0
+                except XPError as e:   # the reference itself is at fault (XP1222: it raised)
+                    where = f" (at {e.location()})" if e.location() else ""
+                    return [RunFailure(e.code, e.message + where, inst.name, seed)], 0.0, 0.0
                 f, a, r = _compare(spec, inst, seed, got, exp, arrays)
                 fails += f
                 mabs, mrel = max(mabs, a), max(mrel, r)
@@ -305,9 +340,16 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                 if not src_inst:
                     fails.append(RunFailure("XP2108", f"source spec has no instance '{inst.name}'", inst.name, seed))
                 else:
-                    sgot, soc = src_runner.run(src_inst[0], {k: v.copy() for k, v in arrays.items()}, f"src-{seed}", seed)
+                    slim = limit()
+                    if slim is None:
+                        return fails + [cut_failure(inst, seed, "the source kernel was not run")], mabs, mrel
+                    sgot, soc = src_runner.run(src_inst[0], {k: v.copy() for k, v in arrays.items()}, f"src-{seed}",
+                                               seed, timeout=slim)
                     if sgot is None:
-                        fl = _failure_from_outcome(soc, inst, seed, timeout, mem_mb)
+                        if soc.reason == "timeout" and slim < timeout:
+                            return fails + [cut_failure(inst, seed, f"source run stopped after {slim:.3g} s")], \
+                                mabs, mrel
+                        fl = _failure_from_outcome(soc, inst, seed, slim, mem_mb)
                         fl.message = "the SOURCE kernel failed: " + fl.message
                         fails.append(fl)
                     else:
@@ -321,6 +363,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
 
         def wrapped(task):
             res = one(task)
+            if res is not None and res[0] and stop_on_failure:
+                stop[0] = True
             done[0] += 1
             if progress:
                 progress(done[0], len(tasks))
@@ -331,7 +375,16 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                 results = list(ex.map(wrapped, tasks))
         else:
             results = [wrapped(t) for t in tasks]
-        for fails, a, r in results:
+        skipped = [t for t, res in zip(tasks, results) if res is None]
+        verdict.skipped = len(skipped)
+        if skipped and not stop[0]:
+            inst, seed = skipped[0]
+            verdict.failures.append(cut_failure(inst, seed, f"{len(skipped)} of {len(tasks)} runs were not "
+                                                               "launched (the deadline passed)"))
+        for res in results:
+            if res is None:
+                continue
+            fails, a, r = res
             verdict.failures += fails
             verdict.max_abs_error = max(verdict.max_abs_error, a)
             verdict.max_rel_error = max(verdict.max_rel_error, r)
