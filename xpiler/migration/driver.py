@@ -318,6 +318,11 @@ def check_source(src: Path, sspec: Spec, seeds, jobs: int, timeout: float, deadl
         raise XPError("XP1220", src=src.name, test="build", detail=f"{v.build_error.code}: {v.build_error.message}",
                       file=src)
     insts = {i.name: i for i in sspec.instances()}
+    for d in getattr(v, "derived", None) or []:   # boundary instances the tester added itself
+        try:
+            insts.setdefault(d["name"], sspec.instance_with(d["name"], d["sizes"]))
+        except (XPError, AttributeError, KeyError):
+            pass
     f = next(x for x in v.failures if x.code != "XP4020")
     inst = insts.get(f.instance)
     test = f"instance {inst.describe() if inst else f.instance}, seed {f.seed}"
