@@ -10,3 +10,8 @@ def bmm(A, B, M, N, K):
 
 def bmm_strided(A, sA, B, sB, sC, M, N, K):
     return bmm(A, B, M, N, K)
+
+
+def bmm_64x128x96(A, B, batch):
+    """bmm with the fixed sizes of bmm_matmul_task.mlu: [batch][64][128] . [batch][128][96]."""
+    return bmm(A, B, 64, 96, 128)

@@ -17,3 +17,8 @@ def linear_relu(inp, weight, bias, B, C, OC, relu):
 
 def dense(x, W, b, batch, in_f, out_f):
     return _linear(x, W, b, batch, in_f, out_f).astype(np.float32)
+
+
+def dense_relu(x, W, b, batch, in_f, out_f):
+    """relu(x W^T + b), W in [out_f][in_f] layout."""
+    return np.maximum(_linear(x, W, b, batch, in_f, out_f), 0.0).astype(np.float32)

@@ -30,3 +30,15 @@ def gemm_u8s8_bt(A, Bt, M, N, K):
     a = np.asarray(A, dtype=np.int64).reshape(M, K)
     bt = np.asarray(Bt, dtype=np.int64).reshape(N, K)
     return (a @ bt.T).astype(np.int32)
+
+
+def gemm_f16_inputs(A, B, M, N, K):
+    """A and B rounded to float16 (as the kernel does before the product), float64 product."""
+    a = np.asarray(A, dtype=np.float32).reshape(M, K).astype(np.float16)
+    b = np.asarray(B, dtype=np.float32).reshape(K, N).astype(np.float16)
+    return gemm(a, b, M, N, K)
+
+
+def gemm_s8_f32(A, B, M, N, K):
+    """int8 A[M][K] . int8 B[K][N], exact integer sums returned as float32."""
+    return gemm_s8s32(A, B, M, N, K).astype(np.float32)
