@@ -37,7 +37,8 @@ SHARED_BYTES_MAX = {"cuda": 232448, "hip": 65536}   # 227 KiB per block (H100/H2
 BANG_TASKS_MAX = 65536
 
 _TOP_KEYS = {"entry", "dialect", "sizes", "shapes", "launch", "args", "reference", "tolerance", "name", "description",
-             "notes", "variant", "op"}
+             "notes", "variant", "op", "test"}
+_TEST_KEYS = {"derive_boundaries", "constraints"}   # [test]: docs/spec.md, xpiler/verify/boundaries.py
 _ARG_KEYS = {"name", "dtype", "shape", "role", "value", "range", "integral", "permutation_axis", "description"}
 
 
@@ -106,6 +107,7 @@ class Spec:
     tolerance: dict[str, float] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
     text: str = ""
+    test: dict[str, Any] = field(default_factory=dict)   # [test]: derive_boundaries, constraints
 
     # -- queries -------------------------------------------------------------------------------
     def arg(self, name: str) -> ArgSpec:
@@ -136,12 +138,32 @@ class Spec:
             out = [i for i in out if i.name in names]
         return out
 
+    def instance_with(self, name: str, sizes: dict[str, int]) -> Instance:
+        """The instance for a full size binding that is not one of the spec's own (a derived
+        boundary instance, or the same sizes for a migration's source spec); XPErrors if invalid."""
+        return self._instance(name, dict(sizes))
+
+    @property
+    def derive_boundaries(self) -> bool:
+        """``[test] derive_boundaries`` (default true): add instances at the loops' boundaries."""
+        return bool(self.test.get("derive_boundaries", True))
+
+    def constraints_hold(self, sizes: dict[str, int]) -> bool:
+        """Whether ``sizes`` satisfies every ``[test] constraints`` entry ("K % 4 == 0")."""
+        for c in self.test.get("constraints", ()):
+            try:
+                if not _constraint_holds(c, sizes):
+                    return False
+            except ExprError:
+                return False
+        return True
+
     def with_dialect(self, dialect: str, entry: str | None = None, launch: dict | None = None) -> "Spec":
         """A copy for another dialect (used by migration to write the output's spec)."""
         return Spec(path=None, entry=entry or self.entry, dialect=dialect, args=list(self.args),
                     sizes=dict(self.sizes), shapes=[dict(s) for s in self.shapes],
                     launch=dict(launch or {}), reference=self.reference, tolerance=dict(self.tolerance),
-                    raw=dict(self.raw))
+                    raw=dict(self.raw), test=dict(self.test))
 
     # -- internals -----------------------------------------------------------------------------
     def _instance(self, name: str, sizes: dict[str, int]) -> Instance:
@@ -527,13 +549,64 @@ def parse_spec(text: str, path: Path | None = None) -> Spec:
             errors.append(XPError("XP1020", key=k, value=v, file=f, line=_find_line(text, k, "tolerance")))
         else:
             tolerance[k] = float(v)
+    test = _parse_test_table(raw.get("test"), text, f, sizes, errors)
 
     if errors:
         raise XPErrors(errors)
     spec = Spec(path=path, entry=entry, dialect=dialect, args=args, sizes=sizes, shapes=list(shapes),
-                launch=dict(launch), reference=reference, tolerance=tolerance, raw=raw, text=text)
+                launch=dict(launch), reference=reference, tolerance=tolerance, raw=raw, text=text, test=test)
     spec.instances()  # evaluate every instance now so bad expressions surface at load time
     return spec
+
+
+_CMP = re.compile(r"(==|!=|<=|>=|<|>)")
+
+
+def _constraint_holds(c: str, sizes: dict[str, int]) -> bool:
+    """Evaluate "EXPR OP EXPR [OP EXPR ...]" (OP one of == != <= >= < >, chained like Python)."""
+    parts = _CMP.split(c)
+    if len(parts) < 3 or len(parts) % 2 == 0:
+        raise ExprError("syntax", "expected EXPR OP EXPR with OP one of == != <= >= < >")
+    vals = [evaluate(p, sizes) for p in parts[0::2]]
+    ops = parts[1::2]
+    cmp = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b,
+           ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
+    return all(cmp[o](a, b) for o, a, b in zip(ops, vals, vals[1:]))
+
+
+def _parse_test_table(t, text: str, f: str, sizes: dict[str, int], errors: list) -> dict[str, Any]:
+    """``[test]``: ``derive_boundaries = true|false``, ``constraints = ["K % 4 == 0", ...]``."""
+    if t is None:
+        return {}
+    if not isinstance(t, dict):
+        errors.append(XPError("XP1013", expr="[test]", detail="[test] must be a table", file=f,
+                              line=_find_line(text, "test")))
+        return {}
+    out: dict[str, Any] = {}
+    if "derive_boundaries" in t:
+        v = t["derive_boundaries"]
+        if not isinstance(v, bool):
+            errors.append(XPError("XP1013", expr=f"derive_boundaries = {v!r}", detail="must be true or false",
+                                  file=f, line=_find_line(text, "derive_boundaries", "test")))
+        else:
+            out["derive_boundaries"] = v
+    if "constraints" in t:
+        cs = t["constraints"]
+        line = _find_line(text, "constraints", "test")
+        if not isinstance(cs, list) or not all(isinstance(c, str) for c in cs):
+            errors.append(XPError("XP1013", expr=f"constraints = {cs!r}",
+                                  detail='a list of strings such as "K % 16 == 0"', file=f, line=line))
+        else:
+            for c in cs:
+                try:
+                    _constraint_holds(c, {k: v for k, v in sizes.items()})
+                except ExprError as e:
+                    if e.kind == "unknown":
+                        errors.append(XPError("XP1014", name=e.name, expr=c, file=f, line=line))
+                    else:
+                        errors.append(XPError("XP1013", expr=c, detail=e.detail, file=f, line=line))
+            out["constraints"] = list(cs)
+    return out
 
 
 def warnings_for(spec: Spec) -> list[XPError]:
@@ -543,6 +616,10 @@ def warnings_for(spec: Spec) -> list[XPError]:
     for k in spec.raw:
         if k not in _TOP_KEYS:
             out.append(XPError("XP1024", key=k, file=f, line=_find_line(spec.text, k)))
+    if isinstance(spec.raw.get("test"), dict):
+        for k in spec.raw["test"]:
+            if k not in _TEST_KEYS:
+                out.append(XPError("XP1024", key=f"test.{k}", file=f, line=_find_line(spec.text, k, "test")))
     for i, a in enumerate(spec.raw.get("args", []) or []):
         if isinstance(a, dict):
             for k in a:
@@ -586,4 +663,6 @@ def spec_to_toml(spec: Spec) -> str:
         lines += ["", "[reference]", f"python = {q(spec.reference)}"]
     if spec.tolerance:
         lines += ["", "[tolerance]"] + [f"{k} = {v!r}" for k, v in spec.tolerance.items()]
+    if spec.test:
+        lines += ["", "[test]"] + [f"{k} = {q(v)}" for k, v in spec.test.items()]
     return "\n".join(lines) + "\n"

@@ -222,6 +222,11 @@ def write_failing_test(outdir: Path, cand: Path, src: Path, sspec: Spec, verdict
     """A standalone script reproducing the smallest failure of an unverified candidate."""
     from ..spec import load_spec as _load
     insts = {i.name: i for i in sspec.instances()}
+    for d in verdict.derived:   # derived boundary instances (xpiler/verify/boundaries.py): same sizes
+        try:
+            insts.setdefault(d["name"], sspec.instance_with(d["name"], d["sizes"]))
+        except XPError:
+            pass
 
     def size(f):
         inst = insts.get(f.instance)
@@ -440,7 +445,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate=v.substrate,
                   instances=v.instances, seeds=list(v.seeds), verified=v.verified, max_abs_error=v.max_abs_error,
                   max_rel_error=v.max_rel_error, max_run_s=round(v.max_run_s, 3), time_limit_s=run_limit,
-                  failures=[f.to_json() for f in v.failures[:5]])
+                  failures=[f.to_json() for f in v.failures[:5]], derived=v.derived)
         return v, path
 
     verified_stage = None

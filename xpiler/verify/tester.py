@@ -71,6 +71,7 @@ class Verdict:
     max_run_s: float = 0.0   # the longest run of the candidate (wall seconds, child process; no build)
     skipped: int = 0         # runs not launched: the deadline passed or an earlier run failed (stop_on_failure)
     notes: list = field(default_factory=list)  # build notes (XPError, severity note): headers added, built as C++
+    derived: list = field(default_factory=list)  # boundary instances added from the loops (boundaries.Derived.to_json)
 
     def to_json(self) -> dict:
         return {"verified": self.verified, "substrate": self.substrate, "max_abs_error": self.max_abs_error,
@@ -79,7 +80,7 @@ class Verdict:
                 "elapsed_s": round(self.elapsed_s, 3), "schedules": self.schedules,
                 "max_run_s": round(self.max_run_s, 3), "skipped": self.skipped,
                 "failures": [f.to_json() for f in self.failures],
-                "notes": [n.to_json() for n in self.notes],
+                "notes": [n.to_json() for n in self.notes], "derived": self.derived,
                 "build_error": self.build_error.to_json() if self.build_error else None}
 
     @property
@@ -95,6 +96,9 @@ class Verdict:
         s = (f"{state} on {self.substrate}: {self.runs} runs ({len(self.instances)} instances x "
              f"{len(self.seeds)} seeds{', AddressSanitizer' if self.sanitized else ''}), oracle: {self.oracle}; "
              f"max abs error {self.max_abs_error:.3g}, max rel error {self.max_rel_error:.3g}")
+        for d in self.derived:   # derived boundary instances and why (xpiler/verify/boundaries.py)
+            ch = ", ".join(f"{k}={v}" for k, v in d["changed"].items())
+            s += f"\n  derived instance {d['name']} ({ch}, from '{d['base']}'): " + "; ".join(d["reasons"])
         return s
 
 
@@ -243,12 +247,35 @@ class _Runner:
             shutil.rmtree(jobdir, ignore_errors=True)
 
 
+def _derived(candidate: Path, spec: Spec, against, names: list[str] | None) -> list:
+    """Boundary instances for this test (``boundaries.derive_for_files``), filtered by ``names``."""
+    from .boundaries import derive_for_files
+    src = None
+    if against:
+        src = (Path(against[0]), against[1] if isinstance(against[1], Spec) else load_spec(against[1]))
+    try:
+        ds = derive_for_files(candidate, spec, src)
+    except OSError:
+        return []
+    return [d for d in ds if not names or d.name in names]
+
+
+def _twin(src_spec: Spec, inst: Instance, derived: list) -> list[Instance]:
+    """The source spec's instance for a derived instance of the candidate: the same sizes."""
+    if not any(d.name == inst.name for d in derived):
+        return []
+    try:
+        return [src_spec.instance_with(inst.name, inst.sizes)]
+    except XPError:
+        return []
+
+
 def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None = None, *,
                     against: tuple[str | Path, Spec] | None = None, use_reference: bool = True,
                     seeds=DEFAULT_SEEDS, instances: list[str] | None = None, sanitize: bool = True,
                     timeout: float = 120.0, mem_mb: int = 4096, jobs: int = 2,
                     progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
-                    stop_on_failure: bool = False) -> Verdict:
+                    stop_on_failure: bool = False, derive_boundaries: bool = True) -> Verdict:
     """Run ``candidate`` on every instance × seed and compare with the oracle(s).
 
     ``deadline`` (a ``time.time()`` value, e.g. the end of a migration's budget): no run is
@@ -256,6 +283,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
     or not launched is a failure (XP4020), so a verdict is never verified on fewer runs.
     ``stop_on_failure``: once a run fails, the runs not yet started are skipped (one time
     limit, not one per run, for a kernel that hangs).
+    ``derive_boundaries``: add the boundary instances derived from the loops of the candidate
+    (and of the source kernel) unless the spec says ``[test] derive_boundaries = false``.
     """
     t0 = time.time()
     candidate = Path(candidate)
@@ -263,6 +292,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         cand_spec = default_spec_path(candidate)
     spec = cand_spec if isinstance(cand_spec, Spec) else load_spec(cand_spec)
     insts = spec.instances(instances)
+    derived = _derived(candidate, spec, against, instances) if derive_boundaries else []
+    insts += [spec.instance_with(d.name, d.sizes) for d in derived]
     oracle_parts = []
     if use_reference and spec.reference:
         oracle_parts.append("reference " + spec.reference)
@@ -272,7 +303,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
     seeds = list(seeds)
     verdict = Verdict(False, get_platform(spec.dialect).substrate(), str(candidate), seeds,
                       [i.name for i in insts], sanitized=sanitize, oracle=" and ".join(oracle_parts) or "none",
-                      schedules=[k for k in (_schedule(spec.dialect, s) for s in seeds) if k is not None])
+                      schedules=[k for k in (_schedule(spec.dialect, s) for s in seeds) if k is not None],
+                      derived=[d.to_json() for d in derived])
     try:
         if not oracle_parts:
             verdict.failures.append(RunFailure("XP2108", "no oracle: the spec has no [reference] and no source "
@@ -336,7 +368,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                 fails += f
                 mabs, mrel = max(mabs, a), max(mrel, r)
             if src_runner is not None:
-                src_inst = src_runner.spec.instances([inst.name])
+                src_inst = src_runner.spec.instances([inst.name]) or _twin(src_runner.spec, inst, derived)
                 if not src_inst:
                     fails.append(RunFailure("XP2108", f"source spec has no instance '{inst.name}'", inst.name, seed))
                 else:

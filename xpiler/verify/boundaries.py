@@ -1,0 +1,862 @@
+"""Boundary instances derived from a kernel's loops (docs/verification.md, "Derived boundary instances").
+
+A hand-written spec lists a few instances; a loop that walks a size in steps of a tile, a
+chunk, a run length or a block of threads is only tested at the remainders those instances
+happen to leave. A bound that is off by one (``k0 < K - 1`` stepping by 16) is wrong only when
+``K`` leaves a remainder of 1, and a reduction that forgets the last warp is wrong only when
+the last warp holds data. ``derive(...)`` looks at the loops the kernel runs and adds at most
+``MAX_DERIVED`` small instances that reach those boundaries:
+
+* **tile** -- a loop whose start does not depend on the thread/task index and whose step is
+  larger than 1 (``for (k0 = 0; k0 < K; k0 += BK)``): a size where the trip leaves exactly one
+  element for the last step after at least one full step (``K = 17`` for a step of 16).
+* **warp** -- cuda/hip, in a kernel with warp collectives (shuffles, votes) or a loop over the
+  warps: a loop strided by the whole block (``for (j = threadIdx.x; j < S; j += blockDim.x)``)
+  over a size large enough that the last warp holds data (``S = 97`` for 4 warps of 32).
+* **stride** -- a thread/task/grid-strided loop: a size just above a multiple of the stride
+  (only when no instance already leaves a ragged last sweep).
+
+How: the kernel is parsed once; a small evaluator runs its scalar code for thread/task 0 of an
+instance (sizes, scalars and launch dimensions bound, one pass through every loop body) and
+records each loop's start, bound and step. Targets come from the spec's own instances; a target
+that an instance of the spec already reaches adds nothing. For each other target, one size at a
+time is scanned upward from 1 on top of the smallest instance first (or on top of an instance
+derived for an earlier target, so one instance can reach several boundaries), and the first size
+that reaches the boundary is taken, provided the instance is valid for the spec (its
+expressions, launch and limits), keeps every size a multiple of what all of the spec's instances
+are multiples of (a spec that only ever tests K as a multiple of 16 is taken to require it),
+satisfies ``[test] constraints``, passes the kernel's own asserts and early-return guards for
+thread 0, and stays small. Everything is a pure function of the kernel text and the spec, so the
+same instances come back on every run (provenance replay re-derives them).
+``[test] derive_boundaries = false`` in the spec turns it off.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from ..ir import nodes as N
+from ..ir.intrinsics import REGISTRY
+from ..ir.visit import walk
+
+MAX_DERIVED = 3          # derived instances per kernel
+EVAL_BUDGET = 4000       # kernel evaluations per derivation (deterministic bound on the search)
+SCAN_MAX = 1 << 14       # largest size value tried
+MIN_CAP_ELEMENTS = 1 << 16
+MIN_CAP_THREADS = 1 << 16
+WARP = {"cuda": 32, "hip": 64}
+_MINMAX = {"min": min, "max": max, "fminf": min, "fmaxf": max, "fmin": min, "fmax": max, "std::min": min,
+           "std::max": max, "umin": min, "umax": max, "__min": min, "__max": max, "imin": min, "imax": max}
+_INT = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
+_PER_THREAD = ("threadIdx.", "taskId", "coreId", "laneid")
+
+
+@dataclass
+class Derived:
+    """One derived instance: the full size binding, what it was scaled from and why."""
+    name: str
+    base: str
+    sizes: dict
+    changed: dict
+    reasons: list = field(default_factory=list)
+    targets: list = field(default_factory=list, repr=False)
+
+    def describe(self) -> str:
+        ch = ", ".join(f"{k}={v}" for k, v in self.changed.items())
+        return f"{self.name} ({ch}, from '{self.base}'): " + "; ".join(self.reasons)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "base": self.base, "sizes": dict(self.sizes), "changed": dict(self.changed),
+                "reasons": list(self.reasons)}
+
+
+# ------------------------------------------------------------------------------ the evaluator
+class _Ret(Exception):
+    pass
+
+
+def _tdiv(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return a / b
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _num(v):
+    return v is not None and not isinstance(v, bool) and isinstance(v, (int, float))
+
+
+def _assigned(node) -> set:
+    out = set()
+    for n in walk(node):
+        if isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var):
+            out.add(n.target.name)
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.operand, N.Var):
+            out.add(n.operand.name)
+        elif isinstance(n, N.For):
+            out.add(n.var)
+        elif isinstance(n, N.Decl):
+            out.add(n.name)
+    return out
+
+
+class _Eval:
+    """Runs the scalar code of one kernel for one thread/task of one instance."""
+
+    def __init__(self, prog: N.Program, kernel: N.Func, dialect: str):
+        self.prog, self.kernel, self.dialect = prog, kernel, dialect
+        self.macros = prog.macro_table()
+        self.funcs = {f.name: f for f in prog.funcs if f.body is not None}
+        self.warp = WARP.get(dialect, 32)
+        self._assigned_cache: dict = {}
+
+    def assigned(self, node) -> set:
+        r = self._assigned_cache.get(id(node))
+        if r is None:
+            r = self._assigned_cache[id(node)] = _assigned(node) if node is not None else set()
+        return r
+
+    def run(self, inst, index: int = 0) -> tuple[dict, bool]:
+        """{id(loop): (loop, lo, hi, step)} for thread/task ``index`` (0 or 1) of ``inst``, and
+        whether the kernel refused the instance (a failed assert)."""
+        self.obs: dict = {}
+        self.refused = False
+        self.depth = 0
+        self.b = self._builtins(inst, index)
+        env: dict = {}
+        scal = [a for a in inst.args]
+        for p, a in zip(self.kernel.params, scal):
+            env[p.name] = inst.scalars.get(a.name) if a.role == "scalar" else None
+        try:
+            self.stmt(self.kernel.body, env)
+        except _Ret:
+            pass
+        except (RecursionError, ZeroDivisionError, OverflowError, ValueError):
+            pass
+        return self.obs, self.refused
+
+    def _builtins(self, inst, index) -> dict:
+        b: dict = {"warpSize": self.warp}
+        blk = inst.block or (1, 1, 1)
+        grd = inst.grid or (1, 1, 1)
+        for i, ax in enumerate("xyz"):
+            b[f"threadIdx.{ax}"] = index if ax == "x" else 0
+            b[f"blockIdx.{ax}"] = 0
+            b[f"blockDim.{ax}"] = blk[i]
+            b[f"gridDim.{ax}"] = grd[i]
+        dim = inst.dim or (1, 1, 1)
+        td = dim[0] * dim[1] * dim[2]
+        core = 4 if inst.func_type and inst.func_type != "block" else 1
+        b.update({"taskDim": td, "taskDimX": dim[0], "taskDimY": dim[1], "taskDimZ": dim[2], "coreDim": core,
+                  "clusterDim": max(1, td // core), "taskId": index, "taskIdX": index, "taskIdY": 0, "taskIdZ": 0,
+                  "coreId": index % core if core > 1 else 0, "clusterId": index // core if core > 1 else index})
+        return b
+
+    # -- expressions -----------------------------------------------------------------------
+    def ev(self, e, env):
+        if isinstance(e, N.Const):
+            if isinstance(e.value, bool):
+                return int(e.value)
+            return e.value if isinstance(e.value, (int, float)) else None
+        if isinstance(e, N.Var):
+            if e.name in env:
+                return env[e.name]
+            m = self.macros.get(e.name)
+            if m is not None and m.params is None and m.expr is not None and self.depth < 20:
+                self.depth += 1
+                try:
+                    return self.ev(m.expr, env)
+                finally:
+                    self.depth -= 1
+            return None
+        if isinstance(e, N.Builtin):
+            return self.b.get(e.name)
+        if isinstance(e, N.BinOp):
+            return self._bin(e, env)
+        if isinstance(e, N.UnOp):
+            if e.op in ("++", "--", "p++", "p--") and isinstance(e.operand, N.Var):
+                old = env.get(e.operand.name)
+                new = old + (1 if "+" in e.op else -1) if _num(old) else None
+                env[e.operand.name] = new
+                return old if e.op.startswith("p") else new
+            v = self.ev(e.operand, env)
+            if not _num(v):
+                return None
+            if e.op == "-":
+                return -v
+            if e.op == "+":
+                return v
+            if e.op == "!":
+                return int(not v)
+            if e.op == "~" and isinstance(v, int):
+                return ~v
+            return None
+        if isinstance(e, N.Cond):
+            c = self.ev(e.cond, env)
+            if _num(c):
+                return self.ev(e.then if c else e.else_, env)
+            a, b = self.ev(e.then, env), self.ev(e.else_, env)
+            return a if a == b else None
+        if isinstance(e, N.Cast):
+            v = self.ev(e.expr, env)
+            if _num(v) and isinstance(e.type, N.Scalar):
+                if e.type.dtype in _INT:
+                    return int(v)
+                if e.type.dtype.startswith("float") or e.type.dtype == "bfloat16":
+                    return float(v)
+            return None
+        if isinstance(e, N.SizeOf):
+            if isinstance(e.arg, N.Scalar):
+                from ..dtypes import NUMPY
+                import numpy as np
+                d = e.arg.dtype
+                if d in NUMPY:
+                    return int(np.dtype(NUMPY[d]).itemsize)
+                return {"float64": 8, "uint16": 2, "uint32": 4, "uint64": 8, "char": 1, "bool": 1}.get(d)
+            return None
+        if isinstance(e, N.AssignExpr) and isinstance(e.target, N.Var):
+            self._assign(e.target.name, e.op, e.value, env)
+            return env.get(e.target.name)
+        if isinstance(e, N.Comma):
+            r = None
+            for x in e.exprs:
+                r = self.ev(x, env)
+            return r
+        if isinstance(e, N.Call) and isinstance(e.func, str):
+            return self._call(e, env)
+        if isinstance(e, N.Intrinsic):
+            if e.name in _MINMAX:
+                vals = [self.ev(a, env) for a in e.args]
+                return _MINMAX[e.name](vals) if vals and all(_num(v) for v in vals) else None
+            if e.name == "__builtin_expect" and e.args:   # pragma: no cover - rare
+                return self.ev(e.args[0], env)
+        return None
+
+    def _bin(self, e, env):
+        op = e.op
+        a = self.ev(e.lhs, env)
+        if op in ("&&", "||"):
+            if _num(a) and ((op == "&&" and not a) or (op == "||" and a)):
+                return int(bool(a))
+            b = self.ev(e.rhs, env)
+            if _num(a) and _num(b):
+                return int(bool(a and b) if op == "&&" else bool(a or b))
+            if _num(b) and ((op == "&&" and not b) or (op == "||" and b)):
+                return int(bool(b))
+            return None
+        b = self.ev(e.rhs, env)
+        if not (_num(a) and _num(b)):
+            return None
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return None if b == 0 else _tdiv(a, b)
+        if op == "%":
+            if b == 0 or isinstance(a, float) or isinstance(b, float):
+                return None
+            return a - b * _tdiv(a, b)
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return int({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
+        if isinstance(a, int) and isinstance(b, int):
+            if op == "<<" and 0 <= b < 64:
+                return a << b
+            if op == ">>" and 0 <= b < 64:
+                return a >> b
+            if op == "&":
+                return a & b
+            if op == "|":
+                return a | b
+            if op == "^":
+                return a ^ b
+        return None
+
+    def _call(self, e: N.Call, env):
+        name = e.func
+        if name in _MINMAX:
+            vals = [self.ev(a, env) for a in e.args]
+            return _MINMAX[name](vals) if vals and all(_num(v) for v in vals) else None
+        if name in ("abs", "fabsf", "fabs", "labs"):
+            v = self.ev(e.args[0], env) if e.args else None
+            return abs(v) if _num(v) else None
+        if name == "assert" and e.args:
+            v = self.ev(e.args[0], env)
+            if _num(v) and not v:
+                self.refused = True
+            return None
+        m = self.macros.get(name)
+        if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args) \
+                and self.depth < 20:
+            from ..ir.visit import substitute
+            self.depth += 1
+            try:
+                return self.ev(substitute(m.expr, dict(zip(m.params, e.args))), env)
+            finally:
+                self.depth -= 1
+        f = self.funcs.get(name)
+        if f is not None and f is not self.kernel and self.depth < 6 and len(f.params) == len(e.args):
+            # a device helper: run its body (its loops count too) with the arguments bound
+            callee = {p.name: self.ev(a, env) for p, a in zip(f.params, e.args)}
+            self.depth += 1
+            try:
+                self.stmt(f.body, callee)
+            except _Ret as r:
+                return r.args[0] if r.args else None
+            finally:
+                self.depth -= 1
+            return None
+        for a in e.args:   # arguments may still have effects on locals (x++)
+            if isinstance(a, (N.UnOp, N.AssignExpr)):
+                self.ev(a, env)
+        return None
+
+    # -- statements ------------------------------------------------------------------------
+    def _assign(self, name, op, value, env):
+        v = self.ev(value, env)
+        if op == "=":
+            env[name] = v
+            return
+        old = env.get(name)
+        binop = op[:-1]
+        if _num(old) and _num(v):
+            env[name] = self._bin(N.BinOp(binop, N.Const(old), N.Const(v)), {})
+        else:
+            env[name] = None
+
+    def stmt(self, s, env) -> None:
+        """Run ``s``; raise _Ret when it returns."""
+        if isinstance(s, N.Block):
+            for x in s.stmts:
+                self.stmt(x, env)
+        elif isinstance(s, N.Decl):
+            v = self.ev(s.init, env) if s.init is not None and not isinstance(s.init, N.InitList) else None
+            if isinstance(s.type, N.Scalar) and _num(v):
+                v = int(v) if s.type.dtype in _INT else float(v)
+            elif not isinstance(s.type, N.Scalar):
+                v = None
+            env[s.name] = v
+        elif isinstance(s, N.Assign):
+            if isinstance(s.target, N.Var):
+                self._assign(s.target.name, s.op, s.value, env)
+            else:
+                self.ev(s.value, env)
+        elif isinstance(s, N.ExprStmt):
+            self.ev(s.expr, env)
+        elif isinstance(s, N.If):
+            c = self.ev(s.cond, env)
+            if _num(c):
+                br = s.then if c else s.else_
+                if br is not None:
+                    self.stmt(br, env)
+                return
+            outs = []
+            for br in (s.then, s.else_):
+                e2 = dict(env)
+                try:
+                    if br is not None:
+                        self.stmt(br, e2)
+                    outs.append(e2)
+                except _Ret:
+                    pass
+            if not outs:
+                raise _Ret(None)
+            for k in set().union(*outs):
+                vals = [o.get(k, None) for o in outs]
+                env[k] = vals[0] if all(v == vals[0] for v in vals) and all(k in o for o in outs) else None
+        elif isinstance(s, N.For):
+            step = self.ev(s.step, env)
+            lo_full = self.ev(s.lo, env)
+            if id(s) not in self.obs:
+                self.obs[id(s)] = (s, self.ev(_quantity(s.lo, step), env), self.ev(_quantity(s.hi, step), env), step)
+            self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: lo_full})
+        elif isinstance(s, N.CFor):
+            if isinstance(s.init, N.Stmt):
+                self.stmt(s.init, env)
+            elif isinstance(s.init, N.Expr):
+                self.ev(s.init, env)
+            self._loop_body(s.body, self.assigned(s.body) | self.assigned(s.next), env, {})
+        elif isinstance(s, N.While):
+            self._loop_body(s.body, self.assigned(s.body) | self.assigned(s.cond), env, {})
+        elif isinstance(s, N.Return):
+            raise _Ret(self.ev(s.value, env) if s.value is not None else None)
+
+    def _loop_body(self, body, changed, env, first):
+        for v in changed:
+            env[v] = None
+        env.update(first)
+        try:
+            self.stmt(body, env)
+        except _Ret:
+            pass
+        for v in changed:
+            env[v] = None
+
+
+def _quantity(e, step):
+    """The quantity a loop bound measures: ``e`` without an added constant smaller than the
+    step (``K - 1`` -> ``K``, ``n + 1`` from ``i <= n`` -> ``n``). The boundary is where that
+    quantity leaves a remainder of 1, so an off-by-one bound is tested where it does harm."""
+    if not isinstance(step, int) or isinstance(step, bool) or step < 2:
+        return e
+    while isinstance(e, N.BinOp) and e.op in ("+", "-"):
+        if isinstance(e.rhs, N.Const) and isinstance(e.rhs.value, int) and not isinstance(e.rhs.value, bool) \
+                and abs(e.rhs.value) < step:
+            e = e.lhs
+        elif e.op == "+" and isinstance(e.lhs, N.Const) and isinstance(e.lhs.value, int) \
+                and not isinstance(e.lhs.value, bool) and abs(e.lhs.value) < step:
+            e = e.rhs
+        else:
+            break
+    return e
+
+
+# ------------------------------------------------------------------------------ targets
+@dataclass
+class _Target:
+    kind: str           # tile | warp | stride
+    key: int            # id() of the For node in its program
+    loop: N.For
+    kernel: int         # index into the kernels list
+    text: str           # how the loop reads: "for (k0 = 0; k0 < K; k0 += TILE)"
+    warp: int = 32      # lanes per warp/wavefront of that kernel's dialect
+
+    def where(self) -> str:
+        loc = self.loop.loc
+        return f"{Path(loc.file).name}:{loc.line}" if loc is not None else "?"
+
+
+def _reached(t: _Target, o, *, search: bool) -> bool:
+    """Whether observation ``o`` = (loop, lo, hi, step) reaches the boundary of target ``t``.
+    ``search``: the exact boundary sought for a new instance; else the looser test for whether
+    an existing instance already covers it."""
+    if o is None:
+        return False
+    _, lo, hi, step = o
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
+        return False
+    n = hi - lo
+    if t.kind == "tile":
+        return n > step and n % step == 1
+    if t.kind == "warp":
+        return step > t.warp and n > step - t.warp
+    # stride
+    if search:
+        return n > step and n % step == 1
+    return n > step and n % step != 0
+
+
+
+def _expr_text(e, dialect) -> str:
+    try:
+        from ..printers import printer_for
+        return printer_for(dialect).expr(e)
+    except Exception:  # noqa: BLE001 - only for a message
+        return "?"
+
+
+def _warp_node(n, warpy_funcs: set) -> bool:
+    if isinstance(n, N.Intrinsic):
+        d = REGISTRY.get(n.name)
+        return d is not None and d.category == "warp"
+    if isinstance(n, N.Call) and isinstance(n.func, str):
+        return "shfl" in n.func or "ballot" in n.func or n.func in warpy_funcs
+    return False
+
+
+def _warpy_funcs(prog: N.Program) -> set:
+    """Names of the functions that run a warp collective (shuffle, vote), directly or through
+    a helper they call."""
+    out: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for f in prog.funcs:
+            if f.body is not None and f.name not in out and any(_warp_node(n, out) for n in walk(f.body)):
+                out.add(f.name)
+                changed = True
+    return out
+
+
+def _feeds_warp_reduction(body: N.Block, loop: N.For, warpy: set) -> bool:
+    """Whether a warp collective runs in ``loop`` or after it (in the statements that follow it
+    in every enclosing block): the loop's per-thread results are then combined across warps."""
+    def path(node, trail):
+        if node is loop:
+            return trail
+        if isinstance(node, N.Block):
+            for i, st in enumerate(node.stmts):
+                r = path(st, trail + [(node, i)])
+                if r is not None:
+                    return r
+            return None
+        for c in node.children() if isinstance(node, N.Stmt) else ():
+            if isinstance(c, N.Stmt):
+                r = path(c, trail)
+                if r is not None:
+                    return r
+        return None
+    trail = path(body, [])
+    if trail is None:
+        return False
+    if any(_warp_node(n, warpy) for n in walk(loop.body)):
+        return True
+    for blk, i in trail:
+        for st in blk.stmts[i + 1:]:
+            if any(_warp_node(n, warpy) for n in walk(st)):
+                return True
+    return False
+
+
+# ------------------------------------------------------------------------------ derivation
+class _Kernel:
+    def __init__(self, prog, spec, idx):
+        self.prog, self.spec, self.idx = prog, spec, idx
+        self.kernel = prog.func(spec.entry)
+        self.ev = _Eval(prog, self.kernel, spec.dialect)
+        self.warpy = _warpy_funcs(prog) if spec.dialect in WARP else set()
+
+
+def _elements(inst) -> int:
+    return sum(inst.numel(a.name) for a in inst.spec.arrays)
+
+
+def _threads(inst) -> int:
+    if inst.grid and inst.block:
+        return math.prod(inst.grid) * math.prod(inst.block)
+    return math.prod(inst.dim) if inst.dim else 1
+
+
+def _launch_ok(inst) -> bool:
+    if inst.block is not None and (math.prod(inst.block) > 1024 or inst.block[2] > 64):
+        return False
+    if inst.grid is not None and (inst.grid[0] >= 1 << 31 or inst.grid[1] > 65535 or inst.grid[2] > 65535):
+        return False
+    if inst.dim is not None:
+        td = math.prod(inst.dim)
+        un = {"union1": 1, "union2": 2, "union4": 4, "union8": 8}.get(inst.func_type or "", 0)
+        if td > 65536 or (un and td % (4 * un)):
+            return False
+    return True
+
+
+def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDGET) -> list[Derived]:
+    """Derived boundary instances for ``kernels`` = [(program, spec), ...] that share one set of
+    sizes (the kernel under test first; in a migration, the source kernel second).
+
+    Returns at most ``max_new`` ``Derived`` (possibly none). Deterministic."""
+    if not kernels:
+        return []
+    spec0 = kernels[0][1]
+    ks: list[_Kernel] = []
+    for i, (prog, spec) in enumerate(kernels):
+        try:
+            ks.append(_Kernel(prog, spec, i))
+        except KeyError:
+            continue
+    if not ks:
+        return []
+    existing = [spec0.instances()] + [k.spec.instances() for k in ks[1:]]
+    base_insts = existing[0]
+    if not base_insts or not spec0.sizes:
+        return []
+    state = {"evals": 0}
+
+    def observe(k: _Kernel, inst, index=0):
+        state["evals"] += 1
+        return k.ev.run(inst, index)
+
+    # 1. targets, from every kernel under every instance of its spec
+    targets: list[_Target] = []
+    seen: set = set()
+    covered_obs: dict = {}   # (kernel, key) -> [observation per existing instance]
+    for k in ks:
+        per_inst = []
+        for inst in k.spec.instances():
+            o0, _ = observe(k, inst, 0)
+            o1, _ = observe(k, inst, 1)
+            per_inst.append((inst, o0, o1))
+        for inst, o0, o1 in per_inst:
+            for key, (loop, lo, hi, step) in o0.items():
+                covered_obs.setdefault((k.idx, key), [])
+                if (k.idx, key) in seen:
+                    continue
+                if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
+                    continue
+                seen.add((k.idx, key))
+                lo1 = o1.get(key, (None, None))[1]
+                per_thread = lo1 is not None and lo1 != lo
+                text = (f"for ({loop.var} = {_expr_text(loop.lo, k.spec.dialect)}; {loop.var} < "
+                        f"{_expr_text(loop.hi, k.spec.dialect)}; {loop.var} += {_expr_text(loop.step, k.spec.dialect)})")
+                w = WARP.get(k.spec.dialect, 32)
+                if not per_thread:
+                    targets.append(_Target("tile", key, loop, k.idx, text, w))
+                    continue
+                nthreads = math.prod(inst.block) if inst.block else 0
+                if step == nthreads and nthreads > w and k.warpy and \
+                        _feeds_warp_reduction(k.kernel.body, loop, k.warpy):
+                    targets.append(_Target("warp", key, loop, k.idx, text, w))
+                else:
+                    targets.append(_Target("stride", key, loop, k.idx, text, w))
+        for key in list(covered_obs):
+            if key[0] == k.idx:
+                covered_obs[key] = [o0.get(key[1]) for _, o0, _ in per_inst]
+    order = {"tile": 0, "warp": 1, "stride": 2}
+    targets.sort(key=lambda t: (order[t.kind], t.kernel, t.loop.loc.line if t.loop.loc else 0))
+
+    # 2. drop targets an instance of the spec already reaches, and duplicates (same bound and step)
+    todo: list[_Target] = []
+    sig_seen: set = set()
+    for t in targets:
+        obs = covered_obs.get((t.kernel, t.key), [])
+        if any(_reached(t, o, search=False) for o in obs):
+            continue
+        sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) if o else None for o in obs))
+        if sig in sig_seen:
+            continue
+        sig_seen.add(sig)
+        todo.append(t)
+    if not todo:
+        return []
+
+    # 3. limits: divisibility every instance shares, sizes, launch
+    gcds = {x: 0 for x in spec0.sizes}
+    for inst in base_insts:
+        for x in gcds:
+            gcds[x] = math.gcd(gcds[x], int(inst.sizes.get(x, 0)))
+    cap_el = max(max(_elements(i) for i in base_insts), MIN_CAP_ELEMENTS)
+    cap_th = max(max(_threads(i) for i in base_insts), MIN_CAP_THREADS)
+    cap_sh = max(max(i.shared_bytes for i in base_insts), 48 * 1024)   # dynamic shared memory per block
+    names = {i.name for i in base_insts}
+    minv = {x: min(int(i.sizes.get(x, 1)) for i in base_insts) for x in spec0.sizes}
+
+    def build(sizes: dict, name: str):
+        """The instance of every kernel's spec for ``sizes``, or None when any is not valid."""
+        for x, g in gcds.items():
+            if g > 1 and sizes[x] % g:
+                return None
+        if not spec0.constraints_hold(sizes):
+            return None
+        out = []
+        for k in ks:
+            try:
+                inst = k.spec.instance_with(name, sizes)
+            except Exception:  # noqa: BLE001 - XPErrors: the sizes make a shape/launch invalid
+                return None
+            if not _launch_ok(inst) or inst.shared_bytes > cap_sh:
+                return None
+            out.append(inst)
+        if _elements(out[0]) > cap_el or any(_threads(i) > cap_th for i in out):
+            return "big"
+        return out
+
+    seen_obs: dict = {}
+
+    def obs_for(insts, t: _Target):
+        ck = (t.kernel, tuple(sorted(insts[0].sizes.items())))
+        if ck not in seen_obs:
+            if state["evals"] >= budget:
+                return None, True
+            seen_obs[ck] = observe(ks[t.kernel], insts[t.kernel])
+        o, refused = seen_obs[ck]
+        return o.get(t.key), refused
+
+    derived: list[Derived] = []
+    base_cache = {}
+
+    def above(t: _Target, o) -> bool:
+        """The trip is long enough for the boundary: more than one step (tile, stride), or
+        into the last warp of the block (warp)."""
+        if o is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in o[1:]) or o[3] < 2:
+            return False
+        n = o[2] - o[1]
+        return n > (o[3] - t.warp if t.kind == "warp" else o[3])
+
+    def scan(t: _Target, base_sizes: dict, x: str, keep: list) -> Optional[tuple]:
+        """The smallest value of size ``x`` (other sizes as in ``base_sizes``, never below the
+        smallest value any instance of the spec gives ``x``) whose instance reaches ``t`` and
+        still reaches the targets in ``keep``: (elements, sizes, x, v), or None. The trip
+        usually grows with the size: the value where it first exceeds one step is found by
+        doubling and bisection, and the congruence by a short linear scan from there."""
+        memo: dict = {}
+
+        def probe(v):
+            if v not in memo:
+                s2 = dict(base_sizes)
+                s2[x] = v
+                insts = build(s2, "probe")
+                if isinstance(insts, list):
+                    o, refused = obs_for(insts, t)
+                    memo[v] = ("ok", insts, o, refused, s2)
+                else:
+                    memo[v] = (insts or "bad", None, None, True, s2)
+            return memo[v]
+
+        lo_v = max(1, minv[x])
+        prev, v, start = None, lo_v, None
+        while v <= SCAN_MAX and state["evals"] < budget:
+            kind, _, o, _, _ = probe(v)
+            if kind == "big":
+                start = prev if prev is not None else lo_v
+                break
+            if kind == "ok" and above(t, o):
+                a, b = (prev if prev is not None else lo_v - 1), v   # first "above" in (a, b]
+                while b - a > 1 and state["evals"] < budget:
+                    m = (a + b) // 2
+                    km, _, om, _, _ = probe(m)
+                    if km == "ok" and above(t, om):
+                        b = m
+                    else:
+                        a = m
+                start = b
+                break
+            prev, v = v, v * 2 if v > 0 else 1
+        if start is None:
+            return None
+        kind, _, o, _, _ = probe(start)
+        step = o[3] if kind == "ok" and o is not None and isinstance(o[3], int) else 64
+        for v in range(start, min(SCAN_MAX, start + min(2 * max(step, 1) + 8, 1500)) + 1):
+            if state["evals"] >= budget:
+                return None
+            kind, insts, o, refused, s2 = probe(v)
+            if kind == "big" and v > start:
+                return None
+            if kind != "ok" or refused or not _reached(t, o, search=True):
+                continue
+            if any(not _reached(k, obs_for(insts, k)[0], search=True) for k in keep):
+                continue
+            return (_elements(insts[0]), s2, x, v)
+        return None
+
+    def try_base(t: _Target, base_sizes: dict, base_name: str, keep: list) -> Optional[tuple]:
+        """Scan each size over ``base_sizes``; the smallest instance reaching ``t`` (and the
+        targets in ``keep``), as (elements, sizes, X, v), or None."""
+        best = None
+        binst = build(base_sizes, "probe")
+        if not isinstance(binst, list):
+            return None
+        o_base, _ = obs_for(binst, t)
+        for x in spec0.sizes:
+            cur = base_sizes[x]
+            # does X move this loop at all?
+            moved = False
+            for nv in (cur + 1, cur + 2, cur - 1, cur - 2, 2 * cur, cur // 2):
+                if nv < 1 or nv == cur:
+                    continue
+                s2 = dict(base_sizes)
+                s2[x] = nv
+                i2 = build(s2, "probe")
+                if not isinstance(i2, list):
+                    continue
+                o2, _ = obs_for(i2, t)
+                if o2 is not None and (o_base is None or o2[1:] != o_base[1:]):
+                    moved = True
+                    break
+            if not moved:
+                continue
+            hit = scan(t, base_sizes, x, keep)
+            if hit is not None and (best is None or hit[0] < best[0]):
+                best = hit
+        return best
+
+    for t in todo:
+        if state["evals"] >= budget:
+            break
+        done = False
+        # merge into an instance derived for an earlier target, when one size more reaches this one
+        for d in reversed(derived):
+            hit = try_base(t, d.sizes, d.name, d.targets)
+            if hit is not None:
+                _, sizes, x, v = hit
+                d.sizes = sizes
+                d.changed[x] = v
+                d.targets.append(t)
+                d.reasons.append(_reason(t, x, v, build(sizes, d.name), ks))
+                done = True
+                break
+        if done or len(derived) >= max_new:
+            continue
+        for inst in sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i))):
+            hit = try_base(t, dict(inst.sizes), inst.name, [])
+            if hit is not None:
+                _, sizes, x, v = hit
+                name = _fresh_name(names, len(derived) + 1)
+                names.add(name)
+                d = Derived(name, inst.name, sizes, {x: v}, [], [t])
+                d.reasons.append(_reason(t, x, v, build(sizes, name), ks))
+                derived.append(d)
+                break
+    # a merge may have changed a size an earlier reason quoted: recompute every reason
+    for d in derived:
+        insts = build(d.sizes, d.name)
+        d.reasons = [_reason(t, None, None, insts, ks) for t in d.targets]
+    return derived
+
+
+def _fresh_name(names: set, i: int) -> str:
+    n = f"boundary-{i}"
+    while n in names:
+        n += "b"
+    return n
+
+
+def _reason(t: _Target, x, v, insts, ks) -> str:
+    o = None
+    if isinstance(insts, list):
+        o = ks[t.kernel].ev.run(insts[t.kernel])[0].get(t.key)
+    if o is None:
+        return f"loop `{t.text}` at {t.where()}"
+    _, lo, hi, step = o
+    hi_txt = _expr_text(_quantity(t.loop.hi, step), ks[t.kernel].spec.dialect)
+    st_txt = _expr_text(t.loop.step, ks[t.kernel].spec.dialect)
+    lo_txt = _expr_text(_quantity(t.loop.lo, step), ks[t.kernel].spec.dialect)
+    n = hi - lo
+    step_s = st_txt if st_txt == str(step) else f"{st_txt} = {step}"
+    span = hi_txt if lo == 0 else f"{hi_txt} - {lo_txt}"
+    span_s = span if span == str(n) else f"{span} = {n}"
+    loop = f"loop `{t.loop.var} += {st_txt}` at {t.where()}"
+    if t.kind == "tile":
+        return f"{span_s} ≡ 1 mod {step_s}: {loop}"
+    if t.kind == "warp":
+        w = t.warp
+        return (f"the last warp holds data: {span_s} > {step - w} ({step // w} warps of {w}): "
+                f"warp reduction after {loop}")
+    return f"{span_s} ≡ 1 mod {step_s} (one element past a whole sweep): {loop}"
+
+
+def derive_for_files(candidate: Path, spec, against: Optional[tuple] = None) -> list[Derived]:
+    """``derive`` for a kernel file (and the source kernel of a migration); [] when the spec
+    turns it off or a kernel cannot be parsed here."""
+    if not spec.derive_boundaries:
+        return []
+    from ..frontend import parse_text
+    pairs = []
+    for path, sp in [(Path(candidate), spec)] + ([against] if against else []):
+        text = Path(path).read_text(errors="replace")
+        prog = _parse_cached(text, sp.dialect, str(path))
+        if prog is not None:
+            pairs.append((prog, sp))
+    if not pairs or pairs[0][1] is not spec:
+        return []
+    return derive(pairs)
+
+
+_PARSED: dict = {}
+
+
+def _parse_cached(text: str, dialect: str, file: str):
+    from ..diagnostics import XPError
+    from ..frontend import parse_text
+    key = (text, dialect, file)
+    if key not in _PARSED:
+        try:
+            _PARSED[key] = parse_text(text, dialect, file)
+        except (XPError, RecursionError):
+            _PARSED[key] = None
+        if len(_PARSED) > 64:
+            _PARSED.pop(next(iter(_PARSED)))
+    return _PARSED[key]
