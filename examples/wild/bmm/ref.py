@@ -15,3 +15,8 @@ def bmm_strided(A, sA, B, sB, sC, M, N, K):
 def bmm_64x128x96(A, B, batch):
     """bmm with the fixed sizes of bmm_matmul_task.mlu: [batch][64][128] . [batch][128][96]."""
     return bmm(A, B, 64, 96, 128)
+
+
+def bmm_b(A, B, batch, M, N, K):
+    """bmm with the batch count passed first."""
+    return bmm(A, B, M, N, K)
