@@ -246,8 +246,14 @@ def _parse_launch_expr(text, what: str, params: set):
         raise PassError(NAME, f"launch {what} = '{text}' is not a C expression ({ex})", None) from None
     unknown = sorted(_vars(e) - params)
     if unknown:
-        raise PassError(NAME, f"launch {what} = '{text}' uses {', '.join(repr(u) for u in unknown)}, which "
-                              f"is not a kernel parameter, so gridDim/blockDim/taskDim cannot be expressed", None)
+        # the driver has already replaced each spec size by the scalar parameter that carries it
+        # (an [[args]] scalar with value = "<size>", or a product of carried sizes); what is left
+        # is a size no parameter carries
+        names = ", ".join(repr(u) for u in unknown)
+        raise PassError(NAME, f"launch {what} = '{text}' uses {names}, which no kernel parameter carries "
+                              f"(no scalar argument has value = {unknown[0]!r}, nor a product of it with "
+                              f"carried sizes), so gridDim/blockDim/taskDim cannot be written as loop bounds "
+                              f"of a kernel without a grid", None, "XP4060")
     return _fold(rewrite(e, lambda n: n.with_(loc=None) if hasattr(n, "loc") and n.loc is not None else n))
 
 

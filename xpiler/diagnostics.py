@@ -105,6 +105,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     # --- passes and migration ---------------------------------------------------------------------
     ("XP4001", "error", "{pass_name} refused: {why}", "The rewrite would change the program's meaning here; the search tries other parameters or passes."),
     ("XP4002", "error", "{pass_name} does not apply: {why}", "Nothing in the program matches what this pass rewrites."),
+    ("XP4060", "error", "{pass_name} refused: {why}", "A sequential kernel runs the grid as loops and needs every launch size as a value: give the kernel a scalar parameter that carries the size (an [[args]] scalar with value = \"<size>\"), or migrate to a dialect that keeps the launch (cuda <-> hip)."),
     ("XP4003", "error", "the program after {pass_name} failed verification: {why}", "The step is dropped; the last verified program is kept (see the report)."),
     ("XP4004", "error", "no verified {target} kernel was found for {entry}", "The best candidate is written with .unverified in its name, beside a minimized failing test."),
     ("XP4005", "error", "no pass pipeline from {src} to {dst} for this kernel: {why}", "See docs/passes.md for what each direction supports."),

@@ -104,6 +104,23 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     for a, pname in zip(spec.args, func_params):
         if a.role == "scalar" and isinstance(a.value, str) and re.fullmatch(r"[A-Za-z_]\w*", a.value.strip()):
             subst.setdefault(a.value.strip(), pname)
+    # a size carried only inside a product (an argument whose value is "N*H*W" or "M*K") is that
+    # argument divided by the other factors, when each of those is carried itself (exact: the
+    # argument's value is the product)
+    products = []
+    for a, pname in zip(spec.args, func_params):
+        if a.role == "scalar" and isinstance(a.value, str) and re.fullmatch(
+                r"\s*[A-Za-z_]\w*(\s*\*\s*[A-Za-z_]\w*)+\s*", a.value):
+            products.append(([f.strip() for f in a.value.split("*")], pname))
+    changed = True
+    while changed:
+        changed = False
+        for factors, pname in products:
+            missing = [f for f in factors if f not in subst]
+            if len(missing) == 1 and factors.count(missing[0]) == 1:
+                others = " * ".join(subst[f] for f in factors if f != missing[0])
+                subst[missing[0]] = f"({pname} / ({others}))"
+                changed = True
     out = {}
     for k, v in launch.items():
         if isinstance(v, (list, tuple)):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import blank_noncode, compile_cached, content_key, emulator_cxx, tree_digest, which
-from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source, rename_entry
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, rename_entry
 
 BANG_RUNTIME = RUNTIME_DIR / "bang"
 BANG_HEADER = BANG_RUNTIME / "xp_bang.h"
@@ -301,7 +301,7 @@ class BangPlatform:
         src = Path(src)
         # a kernel named exp/sin/abs is renamed for the build (no clash with libm; harness.py)
         prepared = self.prepare(rename_entry(src.read_text(), spec.entry), src.name)
-        main = main_source(spec, "kernel.prepared.cpp")
+        main = main_source(spec, "kernel.prepared.cpp", callee=harness_callee(src.read_text(), spec.entry))
         flags = self.compile_flags(sanitize)
         cxx = emulator_cxx()
         key = content_key("bang", cxx, prepared, main, " ".join(flags), tree_digest(BANG_RUNTIME),

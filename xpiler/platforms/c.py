@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import compile_cached, content_key, tree_digest, which
-from .harness import COMMON_INCLUDE, RUNTIME_DIR, main_source, rename_entry
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, rename_entry
 from .prelude import cxx_reason, prepare_c
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
@@ -94,7 +94,7 @@ class CPlatform:
             # with C++ linkage (no extern "C") is called as well as one with C linkage
             if not which("g++"):
                 raise XPError("XP2004", what="c (C++ source)", why="g++ not found")
-            main = main_source(spec, "kernel.cpp", cxx=True, timing=timing)
+            main = main_source(spec, "kernel.cpp", cxx=True, timing=timing, callee=harness_callee(text, spec.entry))
             files = {"kernel.cpp": text, "main.cpp": main}
             argv = ["g++", "-std=gnu++17", *self._flags(sanitize), "main.cpp", "-o", "run", "-lm"]
         else:

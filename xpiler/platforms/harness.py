@@ -113,6 +113,100 @@ def rename_entry(text: str, entry: str, *, c_language: bool = False) -> str:
     return "".join(out)
 
 
+_CONST_DEF = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(?P<m>[A-Za-z_]\w*)[ \t]+\(?[ \t]*(?P<mv>-?\d+)[uUlL]*[ \t]*\)?[ \t]*$"
+    r"|\b(?:constexpr|const)\b(?:\s+(?:static|const|constexpr|unsigned|signed|long|short|int|size_t|int32_t|"
+    r"int64_t|uint32_t|bool|char|auto))+\s+(?P<c>[A-Za-z_]\w*)\s*=\s*(?P<cv>-?\d+)[uUlL]*\s*;", re.M)
+
+
+def _angle_close(masked: str, i: int) -> int:
+    """The index of the '>' that closes the '<' at ``i`` (-1 when a ';', '{' or '}' comes first)."""
+    depth = 0
+    for j in range(i, len(masked)):
+        c = masked[j]
+        if c in "<([":
+            depth += 1
+        elif c in ">)]":
+            depth -= 1
+            if depth == 0:
+                return j
+        elif c in ";{}":
+            return -1
+    return -1
+
+
+def template_arguments(text: str, entry: str) -> str | None:
+    """The template argument list (``"<256, 4>"``) the harness must name when it calls the kernel
+    ``entry``, or None when ``entry`` is not a template. A kernel written as ``template <int BLOCK>
+    __global__ void k(...)`` cannot be called by its bare name with the harness's untyped
+    arguments; the source's own launcher names the instantiation (``k<kBlock><<<...>>>``,
+    ``hipLaunchKernelGGL(k<256>, ...)``, an explicit ``template void k<256>(...);``), and that one
+    instantiation is taken, with integer constants of the file (``#define``, ``constexpr int``)
+    written as their values. With no instantiation in the file, ``<>`` when every template
+    parameter has a default. None also when the instantiations differ (the compiler then says
+    which call it cannot resolve)."""
+    from .base import blank_noncode
+    masked = blank_noncode(text)
+    e = re.escape(entry)
+    defn = None
+    for m in re.finditer(r"\btemplate\s*<", masked):
+        close = _angle_close(masked, m.end() - 1)
+        if close < 0:
+            continue
+        k = close + 1
+        # the declarator: the first `name (` before the body or ';', skipping attribute calls
+        while k < len(masked):
+            w = re.compile(r"[;{}]|([A-Za-z_]\w*)\s*\(").search(masked, k)
+            if not w or w.group(1) is None:
+                break
+            if w.group(1) in ("__launch_bounds__", "__attribute__", "__align__", "alignas", "__declspec"):
+                depth, p = 0, w.end() - 1
+                while p < len(masked):
+                    depth += masked[p] == "("
+                    depth -= masked[p] == ")"
+                    if depth == 0:
+                        break
+                    p += 1
+                k = p + 1
+                continue
+            if w.group(1) == entry:
+                defn = (m.start(), w.end(), masked[m.end():close])
+            break
+        if defn:
+            break
+    if defn is None:
+        return None
+    consts: dict[str, set] = {}
+    for c in _CONST_DEF.finditer(text):
+        name, val = (c.group("m"), c.group("mv")) if c.group("m") else (c.group("c"), c.group("cv"))
+        consts.setdefault(name, set()).add(str(int(val)))
+    found = []
+    for u in re.finditer(rf"(?<![\w$.]){e}\s*<", masked):
+        if defn[0] <= u.start() < defn[1]:
+            continue
+        close = _angle_close(masked, u.end() - 1)
+        if close < 0:
+            continue
+        args = " ".join(text[u.end():close].split())
+        args = re.sub(r"\b[A-Za-z_]\w*\b",
+                      lambda n: next(iter(consts[n.group(0)])) if len(consts.get(n.group(0), ())) == 1
+                      else n.group(0), args)
+        found.append(args)
+    if not found:
+        params = [p for p in defn[2].split(",") if p.strip()]
+        return "<>" if params and all("=" in p for p in params) else None
+    if len(set(found)) != 1:
+        return None
+    return "<" + found[0] + ">"
+
+
+def harness_callee(text: str, entry: str) -> str:
+    """What the harness calls: :func:`harness_entry`, with the template arguments of
+    :func:`template_arguments` for a kernel template."""
+    targs = template_arguments(text, entry)
+    return harness_entry(entry) + (targs or "")
+
+
 def _open_paren(masked: str, j: int) -> int:
     depth = 0
     while j >= 0:
@@ -146,8 +240,12 @@ def _call_args(spec: Spec, cxx: bool) -> tuple[list[str], str]:
     return decls, ", ".join(names)
 
 
-def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, timing: int = 0) -> str:
+def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, timing: int = 0,
+                callee: str | None = None) -> str:
     """The main() translation unit: includes the (prepared) kernel, loads a job, launches.
+
+    ``callee`` is what is called (default :func:`harness_entry`; :func:`harness_callee` names a
+    kernel template's instantiation, parenthesized here so its commas do not split XP_LAUNCH).
 
     ``timing=N`` (CPU kernels): after the checked run, call the kernel 3 times to warm up and
     N times timed, and print ``xpiler-time-ms: <median>`` (inputs are restored before each call
@@ -155,6 +253,9 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, tim
     if cxx is None:
         cxx = spec.dialect != "c"
     decls, args = _call_args(spec, cxx)
+    callee = callee or harness_entry(spec.entry)
+    if "<" in callee:
+        callee = f"({callee})"
     lines = [
         "/* generated by xpiler: verification harness */",
         "#include <stdint.h>",
@@ -171,7 +272,7 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, tim
         "  static xp_job J;",
         "  if (argc < 2 || xp_job_load(&J, argv[1])) return 90;",
         *decls,
-        f"  XP_LAUNCH(J, {harness_entry(spec.entry)}, ({args}));",
+        f"  XP_LAUNCH(J, {callee}, ({args}));",
         "  int xp_rc = xp_job_store(&J, argv[1]);",
     ]
     if timing:
@@ -182,7 +283,7 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, tim
             f"    for (int r = -3; r < {int(timing)}; ++r) {{",
             "      struct timespec t0, t1;",
             "      clock_gettime(CLOCK_MONOTONIC, &t0);",
-            f"      XP_LAUNCH(J, {harness_entry(spec.entry)}, ({args}));",
+            f"      XP_LAUNCH(J, {callee}, ({args}));",
             "      clock_gettime(CLOCK_MONOTONIC, &t1);",
             "      if (r >= 0) xp_ms[r] = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6;",
             "    }",

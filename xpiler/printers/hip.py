@@ -14,6 +14,10 @@ class HipPrinter(CudaPrinter):
     def fragment(self, t):
         return super(CudaPrinter, self).fragment(t)
 
+    def typedef(self, t):
+        # clang accepts GCC/clang vector typedefs: printed as they are (not as cuda's structs)
+        return super(CudaPrinter, self).typedef(t)
+
     def s_Launch(self, s: N.Launch):
         if s.style != "ggl":
             return super().s_Launch(s)
