@@ -9,10 +9,12 @@ the last warp holds data. ``derive(...)`` looks at the loops the kernel runs and
 
 * **tile** -- a loop whose start does not depend on the thread/task index and whose step is
   larger than 1 (``for (k0 = 0; k0 < K; k0 += BK)``): a size where the trip leaves exactly one
-  element for the last step after at least one full step (``K = 17`` for a step of 16).
-* **warp** -- cuda/hip, in a kernel with warp collectives (shuffles, votes) or a loop over the
-  warps: a loop strided by the whole block (``for (j = threadIdx.x; j < S; j += blockDim.x)``)
-  over a size large enough that the last warp holds data (``S = 97`` for 4 warps of 32).
+  element for the last step after at least one full step (``K = 33`` for a step of 16 when
+  the spec's smallest K is 32). The bound is read without a small added constant (``K - 1``
+  counts as ``K``), so an off-by-one bound is tested where it does harm.
+* **warp** -- cuda/hip: a loop strided by the whole block (``for (j = threadIdx.x; j < S; j +=
+  blockDim.x)``) followed by a warp collective (shuffle, vote; also inside a helper it calls):
+  a size large enough that the last warp holds data (``S = 97`` for 4 warps of 32).
 * **stride** -- a thread/task/grid-strided loop: a size just above a multiple of the stride
   (only when no instance already leaves a ragged last sweep).
 
@@ -20,13 +22,15 @@ How: the kernel is parsed once; a small evaluator runs its scalar code for threa
 instance (sizes, scalars and launch dimensions bound, one pass through every loop body) and
 records each loop's start, bound and step. Targets come from the spec's own instances; a target
 that an instance of the spec already reaches adds nothing. For each other target, one size at a
-time is scanned upward from 1 on top of the smallest instance first (or on top of an instance
-derived for an earlier target, so one instance can reach several boundaries), and the first size
-that reaches the boundary is taken, provided the instance is valid for the spec (its
-expressions, launch and limits), keeps every size a multiple of what all of the spec's instances
-are multiples of (a spec that only ever tests K as a multiple of 16 is taken to require it),
-satisfies ``[test] constraints``, passes the kernel's own asserts and early-return guards for
-thread 0, and stays small. Everything is a pure function of the kernel text and the spec, so the
+time is moved on top of the smallest instance first (or on top of an instance derived for an
+earlier target, so one instance can reach several boundaries): from the smallest value the spec
+uses for that size, doubling and bisection find where the trip first exceeds a step, and a short
+linear scan from there the congruence. The first value that reaches the boundary is taken,
+provided the instance is valid for the spec (its expressions, launch and limits), keeps every
+size a multiple of what all of the spec's instances are multiples of (a spec that only ever tests
+K as a multiple of 16 is taken to require it), satisfies ``[test] constraints``, passes the
+kernel's own asserts for thread 0 (and reaches the loop: an early return stops the walk), and
+stays small. Everything is a pure function of the kernel text and the spec, so the
 same instances come back on every run (provenance replay re-derives them).
 ``[test] derive_boundaries = false`` in the spec turns it off.
 """
@@ -35,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from ..ir import nodes as N
 from ..ir.intrinsics import REGISTRY
@@ -50,7 +54,6 @@ WARP = {"cuda": 32, "hip": 64}
 _MINMAX = {"min": min, "max": max, "fminf": min, "fmaxf": max, "fmin": min, "fmax": max, "std::min": min,
            "std::max": max, "umin": min, "umax": max, "__min": min, "__max": max, "imin": min, "imax": max}
 _INT = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
-_PER_THREAD = ("threadIdx.", "taskId", "coreId", "laneid")
 
 
 @dataclass
@@ -590,8 +593,9 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 seen.add((k.idx, key))
                 lo1 = o1.get(key, (None, None))[1]
                 per_thread = lo1 is not None and lo1 != lo
-                text = (f"for ({loop.var} = {_expr_text(loop.lo, k.spec.dialect)}; {loop.var} < "
-                        f"{_expr_text(loop.hi, k.spec.dialect)}; {loop.var} += {_expr_text(loop.step, k.spec.dialect)})")
+                d = k.spec.dialect
+                text = (f"for ({loop.var} = {_expr_text(loop.lo, d)}; {loop.var} < {_expr_text(loop.hi, d)}; "
+                        f"{loop.var} += {_expr_text(loop.step, d)})")
                 w = WARP.get(k.spec.dialect, 32)
                 if not per_thread:
                     targets.append(_Target("tile", key, loop, k.idx, text, w))
@@ -666,7 +670,6 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         return o.get(t.key), refused
 
     derived: list[Derived] = []
-    base_cache = {}
 
     def above(t: _Target, o) -> bool:
         """The trip is long enough for the boundary: more than one step (tile, stride), or
@@ -833,7 +836,6 @@ def derive_for_files(candidate: Path, spec, against: Optional[tuple] = None) -> 
     turns it off or a kernel cannot be parsed here."""
     if not spec.derive_boundaries:
         return []
-    from ..frontend import parse_text
     pairs = []
     for path, sp in [(Path(candidate), spec)] + ([against] if against else []):
         text = Path(path).read_text(errors="replace")
