@@ -36,3 +36,13 @@ def attention_causal_bhsd(Q, K, V, B, H, S, D, scale):
         p /= p.sum(axis=1, keepdims=True)
         out[i] = np.einsum("ij,jd->id", p, v[i])
     return out.reshape(B, H, S, D).astype(np.float32)
+
+
+def attn_rowwise_d64(Q, K, V, BH, S, scale):
+    """[BH][S][64] layout (HEAD_DIM fixed at 64 by the kernel)."""
+    return attention_bhsd(Q, K, V, 1, BH, S, 64, scale).reshape(BH, S, 64)
+
+
+def attn_query_group(Q, K, V, S, D, scale):
+    BH = np.asarray(Q).size // (S * D)
+    return attention_bhsd(Q, K, V, 1, BH, S, D, scale).reshape(BH, S, D)
