@@ -39,3 +39,10 @@ def avgpool_nhwc_2x2_f16(x, N, H, W, C):
     ho, wo = H // 2, W // 2
     v = a[:, :2 * ho, :2 * wo, :].reshape(N, ho, 2, wo, 2, C)
     return v.mean(axis=(2, 4)).astype(np.float16)
+
+
+def avgpool_nchw_pad(x, P, H, W, k, s, pad, OH, OW):
+    """k x k average pool with zero padding, divisor always k*k (count_include_pad), [P][H][W]."""
+    a = np.pad(np.asarray(x, dtype=np.float64).reshape(P, H, W), ((0, 0), (pad, pad), (pad, pad)))
+    wins = [a[:, i:i + s * (OH - 1) + 1:s, j:j + s * (OW - 1) + 1:s] for i in range(k) for j in range(k)]
+    return (np.sum(np.stack(wins), axis=0) / (k * k)).astype(np.float32)

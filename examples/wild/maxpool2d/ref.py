@@ -32,3 +32,11 @@ def maxpool_nhwc_3s2(x, N, H, W, C):
     OH, OW = (H - 3) // 2 + 1, (W - 3) // 2 + 1
     wins = [a[:, i:i + 2 * (OH - 1) + 1:2, j:j + 2 * (OW - 1) + 1:2, :] for i in range(3) for j in range(3)]
     return np.max(np.stack(wins), axis=0).astype(np.float32)
+
+
+def maxpool_nhwc_ks(x, N, H, W, C, k, s):
+    """k x k window, stride s, no padding, NHWC float32."""
+    a = np.asarray(x, dtype=np.float32).reshape(N, H, W, C)
+    OH, OW = (H - k) // s + 1, (W - k) // s + 1
+    wins = [a[:, i:i + s * (OH - 1) + 1:s, j:j + s * (OW - 1) + 1:s, :] for i in range(k) for j in range(k)]
+    return np.max(np.stack(wins), axis=0).astype(np.float32)
