@@ -24,3 +24,8 @@ def minpool_nchw_ks(x, N, C, H, W, k, s):
     OH, OW = (H - k) // s + 1, (W - k) // s + 1
     wins = [a[:, :, i:i + s * (OH - 1) + 1:s, j:j + s * (OW - 1) + 1:s] for i in range(k) for j in range(k)]
     return np.min(np.stack(wins), axis=0).astype(np.float32)
+
+
+def minpool_planes(x, P, H, W, k, s):
+    """k x k min pool, stride s, no padding, [P][H][W] float32."""
+    return _minpool(x, P, H, W, k, s)

@@ -31,3 +31,11 @@ def sumpool_nhwc_2x2s1(x, N, H, W, C):
     """2x2 window, stride 1, no padding, NHWC float32 sums."""
     a = np.asarray(x, dtype=np.float64).reshape(N, H, W, C)
     return (a[:, :-1, :-1] + a[:, 1:, :-1] + a[:, :-1, 1:] + a[:, 1:, 1:]).astype(np.float32)
+
+
+def sumpool_planes(x, P, H, W, k, s):
+    """k x k sum pool, stride s, no padding, [P][H][W] (float64 inside)."""
+    a = np.asarray(x, dtype=np.float64).reshape(P, H, W)
+    OH, OW = (H - k) // s + 1, (W - k) // s + 1
+    wins = [a[:, i:i + s * (OH - 1) + 1:s, j:j + s * (OW - 1) + 1:s] for i in range(k) for j in range(k)]
+    return np.sum(np.stack(wins), axis=0).astype(np.float32)
