@@ -32,6 +32,54 @@ XP_SIMDE_REDUCE(reduce_mul_ps, simde__m512, float, 16, XP_MUL)
 XP_SIMDE_REDUCE(reduce_max_ps, simde__m512, float, 16, XP_MAX)
 XP_SIMDE_REDUCE(reduce_min_ps, simde__m512, float, 16, XP_MIN)
 XP_SIMDE_REDUCE(reduce_add_epi64, simde__m512i, int64_t, 8, XP_ADD)
+/* SIMDe 0.7.4 has no masked loads/stores either.  These (ours) touch only the lanes whose mask
+ * bit is set, like the instructions (masked-off lanes never fault, so a tail load past the end
+ * of an array is legal and AddressSanitizer stays quiet about it). */
+#define XP_SIMDE_MASKED(SUF, VT, ET, N, MT)                                        \
+  static inline VT xp_maskz_loadu_##SUF(MT k, const void *p) {                    \
+    ET t[N]; const ET *s = (const ET *)p; VT r;                                    \
+    for (int i = 0; i < N; ++i) t[i] = ((k >> i) & 1) ? s[i] : (ET)0;              \
+    memcpy(&r, t, sizeof r); return r;                                             \
+  }                                                                                \
+  static inline VT xp_mask_loadu_##SUF(VT src, MT k, const void *p) {             \
+    ET t[N]; const ET *s = (const ET *)p; VT r; memcpy(t, &src, sizeof t);         \
+    for (int i = 0; i < N; ++i) if ((k >> i) & 1) t[i] = s[i];                     \
+    memcpy(&r, t, sizeof r); return r;                                             \
+  }                                                                                \
+  static inline void xp_mask_storeu_##SUF(void *p, MT k, VT v) {                  \
+    ET t[N]; ET *d = (ET *)p; memcpy(t, &v, sizeof t);                             \
+    for (int i = 0; i < N; ++i) if ((k >> i) & 1) d[i] = t[i];                     \
+  }
+XP_SIMDE_MASKED(ps, simde__m512, float, 16, simde__mmask16)
+XP_SIMDE_MASKED(pd, simde__m512d, double, 8, simde__mmask8)
+XP_SIMDE_MASKED(epi8, simde__m512i, int8_t, 64, simde__mmask64)
+XP_SIMDE_MASKED(epi16, simde__m512i, int16_t, 32, simde__mmask32)
+XP_SIMDE_MASKED(epi32, simde__m512i, int32_t, 16, simde__mmask16)
+XP_SIMDE_MASKED(epi64, simde__m512i, int64_t, 8, simde__mmask8)
+#define _mm512_maskz_loadu_ps xp_maskz_loadu_ps
+#define _mm512_mask_loadu_ps xp_mask_loadu_ps
+#define _mm512_mask_storeu_ps xp_mask_storeu_ps
+#define _mm512_maskz_load_ps xp_maskz_loadu_ps
+#define _mm512_mask_load_ps xp_mask_loadu_ps
+#define _mm512_mask_store_ps xp_mask_storeu_ps
+#define _mm512_maskz_loadu_pd xp_maskz_loadu_pd
+#define _mm512_mask_loadu_pd xp_mask_loadu_pd
+#define _mm512_mask_storeu_pd xp_mask_storeu_pd
+#define _mm512_maskz_loadu_epi8 xp_maskz_loadu_epi8
+#define _mm512_mask_loadu_epi8 xp_mask_loadu_epi8
+#define _mm512_mask_storeu_epi8 xp_mask_storeu_epi8
+#define _mm512_maskz_loadu_epi16 xp_maskz_loadu_epi16
+#define _mm512_mask_loadu_epi16 xp_mask_loadu_epi16
+#define _mm512_mask_storeu_epi16 xp_mask_storeu_epi16
+#define _mm512_maskz_loadu_epi32 xp_maskz_loadu_epi32
+#define _mm512_mask_loadu_epi32 xp_mask_loadu_epi32
+#define _mm512_mask_storeu_epi32 xp_mask_storeu_epi32
+#define _mm512_maskz_load_epi32 xp_maskz_loadu_epi32
+#define _mm512_mask_load_epi32 xp_mask_loadu_epi32
+#define _mm512_mask_store_epi32 xp_mask_storeu_epi32
+#define _mm512_maskz_loadu_epi64 xp_maskz_loadu_epi64
+#define _mm512_mask_loadu_epi64 xp_mask_loadu_epi64
+#define _mm512_mask_storeu_epi64 xp_mask_storeu_epi64
 #define _mm512_reduce_add_epi32(v) xp_reduce_add_epi32(v)
 #define _mm512_reduce_mul_epi32(v) xp_reduce_mul_epi32(v)
 #define _mm512_reduce_max_epi32(v) xp_reduce_max_epi32(v)
@@ -42,17 +90,4 @@ XP_SIMDE_REDUCE(reduce_add_epi64, simde__m512i, int64_t, 8, XP_ADD)
 #define _mm512_reduce_min_ps(v) xp_reduce_min_ps(v)
 #define _mm512_reduce_add_epi64(v) xp_reduce_add_epi64(v)
 
-/* SIMDe 0.7.4 has no masked float load / store either (the tails of tensorize's loops use
- * them); these portable ones (ours) touch only the selected elements, as the instructions do. */
-static inline simde__m512 xp_maskz_loadu_ps(simde__mmask16 k, const void *p) {
-  float t[16];
-  for (int i = 0; i < 16; ++i) t[i] = ((k >> i) & 1) ? ((const float *)p)[i] : 0.0f;
-  simde__m512 r; memcpy(&r, t, sizeof t); return r;
-}
-static inline void xp_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 v) {
-  float t[16]; memcpy(t, &v, sizeof t);
-  for (int i = 0; i < 16; ++i) if ((k >> i) & 1) ((float *)p)[i] = t[i];
-}
-#define _mm512_maskz_loadu_ps(k, p) xp_maskz_loadu_ps(k, p)
-#define _mm512_mask_storeu_ps(p, k, v) xp_mask_storeu_ps(p, k, v)
 #endif /* XP_SIMDE_IMMINTRIN_WRAPPER */
