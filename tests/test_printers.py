@@ -84,7 +84,9 @@ def _compile(dialect: str, src: Path, arch: str | None = None) -> tuple[bool, st
     elif dialect == "c":
         if not shutil.which("gcc"):
             pytest.skip("gcc not installed")
-        argv = ["gcc", "-O2", "-march=native", "-fopenmp", "-c", "-o", str(src.with_suffix(".o")), str(src)]
+        # the c platform's own flags: -march=native where the CPU has AVX-512 VNNI, else the SIMDe wrapper
+        from xpiler.platforms.c import CPlatform
+        argv = ["gcc", *CPlatform()._flags(False), "-c", "-o", str(src.with_suffix(".o")), str(src)]
     else:
         try:
             from xpiler.platforms.bang import BangPlatform

@@ -108,6 +108,8 @@ class CPlatform:
         import subprocess
         src = Path(src)
         lang = ["g++", "-x", "c++"] if self.is_cxx(src) else ["gcc", "-x", "c"]
-        p = subprocess.run([lang[0], "-O2", f"-march={arch or 'native'}", "-fopenmp", "-c", *lang[1:], str(src),
+        # no arch named and a CPU without AVX-512 VNNI: check against the SIMDe wrapper, as the build does
+        march = [f"-march={arch}"] if arch else [f for f in self._flags(False) if f.startswith(("-march", "-I", "-m"))]
+        p = subprocess.run([lang[0], "-O2", *march, "-fopenmp", "-c", *lang[1:], str(src),
                             "-o", "/dev/null"], capture_output=True, text=True)
         return {"ok": p.returncode == 0, "log": p.stdout + p.stderr, "arch": arch or "native", "resources": {}}
