@@ -250,7 +250,8 @@ def _parse_launch_expr(text, what: str, params: set):
         # (an [[args]] scalar with value = "<size>", or a product of carried sizes); what is left
         # is a size no parameter carries
         names = ", ".join(repr(u) for u in unknown)
-        raise PassError(NAME, f"launch {what} = '{text}' uses {names}, which no kernel parameter carries "
+        raise PassError(NAME, f"launch {what} = '{text}' uses {names}, which is not a kernel parameter and which "
+                              f"no kernel parameter carries "
                               f"(no scalar argument has value = {unknown[0]!r}, nor a product of it with "
                               f"carried sizes), so gridDim/blockDim/taskDim cannot be written as loop bounds "
                               f"of a kernel without a grid", None, "XP4060")
@@ -839,80 +840,20 @@ class _Recovery:
     # -------------------------------------------------------------- helpers with barriers
     def _inline_barrier_helpers(self, fn):
         """A helper that holds a barrier belongs to the caller's phases (and a BANG helper on
-        file-scope on-chip buffers to the caller's core): inline it (its parameters
-        become locals of a block, its final ``return v`` an assignment of the call's result)."""
-        defs = {f.name: f for f in self.program.funcs if f.body is not None and f.name != fn.name}
+        file-scope on-chip buffers to the caller's core): it must be inlined (its parameters
+        become locals of a block, its final ``return v`` an assignment of the call's result).
+        Helpers that take pointers or compute indices are inlined too where they can be, so that
+        the passes after loop recovery see their accesses (passes/inline_helpers.py)."""
+        from .inline_helpers import inline_calls, pointer_or_index_helper
         # BANG: a helper working on file-scope NRAM/WRAM/SRAM buffers is inlined too, so that the
         # per-core privatization of those buffers (``_privatize_core_memories``) sees every use
         onchip = {it.name for it in self.program.items if isinstance(it, N.Decl) and it.scope in ("nram", "wram", "sram")}
 
-        def uses_onchip(f):
-            return bool(onchip) and any(isinstance(v, N.Var) and v.name in onchip for v in walk(f.body))
-        for _ in range(8):
-            targets = {n: f for n, f in defs.items() if _has_sync(f.body) or uses_onchip(f)}
-            calls = [n for n in walk(fn.body) if isinstance(n, N.Call) and n.func in targets]
-            if not calls:
-                return fn
-            counter = [0]
-
-            def inline_stmt(st):
-                found = [n for n in walk(st) if isinstance(n, N.Call) and n.func in targets]
-                if not found:
-                    return st
-                if not isinstance(st, (N.Decl, N.Assign, N.ExprStmt)):
-                    raise PassError(NAME, f"call of '{found[0].func}' (it holds a barrier) in the header of a "
-                                          f"{type(st).__name__}; only calls in plain statements are inlined", found[0])
-                out = []
-                repl = {}
-                for c in found:
-                    if any(isinstance(n, N.Call) and n.func in targets for a in c.args for n in walk(a)):
-                        raise PassError(NAME, f"nested calls of barrier helpers in '{c.func}(...)'", c)
-                    h = targets[c.func]
-                    rets = [n for n in walk(h.body) if isinstance(n, N.Return)]
-                    last = h.body.stmts[-1] if h.body.stmts else None
-                    if any(r is not last for r in rets):
-                        raise PassError(NAME, f"helper '{h.name}' returns before its end; it cannot be inlined", h)
-                    void = isinstance(h.ret, N.Scalar) and h.ret.dtype == "void"
-                    counter[0] += 1
-                    res = f"{h.name}_result"
-                    inner = [N.Decl(p.name, p.type, a, "local", loc=p.loc) for p, a in zip(h.params, c.args)]
-                    for x in h.body.stmts:
-                        if x is last and isinstance(x, N.Return):
-                            if x.value is not None and not void:
-                                inner.append(N.Assign(N.Var(res), "=", x.value, loc=x.loc))
-                            continue
-                        inner.append(x)
-                    if not void:
-                        out.append(N.Decl(res, _unconst(h.ret), None, "local", loc=c.loc))
-                    out.append(N.Block(tuple(inner), loc=c.loc))
-                    repl[id(c)] = N.Var(res)
-                if isinstance(st, N.ExprStmt) and isinstance(st.expr, N.Call) and id(st.expr) in repl:
-                    return N.Block(tuple(out))
-                new = rewrite(st, lambda n: repl.get(id(n), n) if isinstance(n, N.Call) else n)
-                # rewrite rebuilds parents; the call nodes themselves are leaves of the match
-                return N.Block(tuple(out) + (new,))
-
-            def walk_stmts(stmts):
-                res = []
-                for st in stmts:
-                    if isinstance(st, N.Block):
-                        res.append(st.with_(stmts=tuple(walk_stmts(st.stmts))))
-                    elif isinstance(st, (N.For, N.While, N.CFor)):
-                        res.append(st.with_(body=N.Block(tuple(walk_stmts(_as_block(st.body).stmts)))))
-                    elif isinstance(st, N.If):
-                        res.append(st.with_(then=N.Block(tuple(walk_stmts(_as_block(st.then).stmts))),
-                                            else_=None if st.else_ is None else N.Block(
-                                                tuple(walk_stmts(_as_block(st.else_).stmts)))))
-                    else:
-                        r = inline_stmt(st)
-                        if isinstance(r, N.Block) and r is not st:
-                            res.extend(r.stmts)     # same scope: the result variable stays visible
-                        else:
-                            res.append(r)
-                return res
-
-            fn = fn.with_(body=N.Block(tuple(walk_stmts(fn.body.stmts)), loc=fn.body.loc))
-        raise PassError(NAME, "barrier helpers nest too deeply to inline", fn)
+        def must(f):
+            return _has_sync(f.body) or (bool(onchip) and any(isinstance(v, N.Var) and v.name in onchip
+                                                              for v in walk(f.body)))
+        fn, _ = inline_calls(self.program, fn, pointer_or_index_helper, must, pass_name=NAME)
+        return fn
 
     # -------------------------------------------------------------- aliases
     def _alias_loops(self, body, cfg: _Config, names_in_use: set):

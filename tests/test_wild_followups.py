@@ -176,3 +176,62 @@ def test_a_launch_size_no_parameter_carries_is_refused_naming_it():
     with pytest.raises(PassError) as e:
         loop_recovery.apply(parse_text(src, "cuda", "k.cu"), entry="k", launch=launch)
     assert e.value.code == "XP4060" and "'N'" in e.value.message and "no kernel parameter carries" in e.value.message
+
+
+# ------------------------------------------------------------------------------ 4. helpers inlined
+def test_index_and_reference_helpers_are_inlined_into_a_c_source():
+    from xpiler.passes.inline_helpers import prepare_source
+    src = """
+static inline long at(int r, int c, int cols) { return (long)r * cols + c; }
+static inline void upd(float& m, float v) { m = m > v ? m : v; }
+static float row_sum(const float* row, int n) {
+    float j = 0.0f;                        /* a local named like a caller's loop variable */
+    for (int k = 0; k < n; ++k) j += row[k];
+    return j;
+}
+static int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }
+extern "C" void k(const float* x, float* y, int rows, int cols) {
+    for (int j = 0; j < rows; ++j) {
+        float m = x[at(j, 0, cols)];
+        for (int c = 1; c < at(0, cols, 0); ++c) upd(m, x[at(j, c, cols)]);
+        float s = row_sum(x + at(j, 0, cols), cols);
+        y[j] = m + s + fact(3);
+    }
+}
+"""
+    prog = prepare_source(parse_text(src, "c", "k.cpp"), "k")
+    fn = prog.func("k")
+    called = {n.func for n in walk(fn.body) if isinstance(n, N.Call)}
+    # pointer/reference and index helpers are gone; the recursive one stays a call
+    assert called == {"fact"}
+    assert {f.name for f in prog.funcs} == {"k", "fact"}
+    text = print_program(prog, "c")
+    # the index helper is an expression, also in the loop bound; *&m folded to m
+    assert "x[(long)j * cols + 0]" in text and "c < (long)0 * 0 + cols" in text
+    assert "m = m > " in text and "&m" not in text
+    # the helper's local j is renamed: the caller's j still indexes y
+    assert "y[j] = m + s" in text and "float j_1 = 0.0f" in text
+
+
+def test_helpers_that_cannot_be_hoisted_stay_calls():
+    from xpiler.passes.inline_helpers import prepare_source
+    src = """
+static float first(const float* p) { float v = p[0]; return v; }
+void k(const float* x, float* y, int n) {
+    for (int i = 0; i < n; ++i)
+        y[i] = (i > 0 && first(x + i) > 0.0f) ? 1.0f : 0.0f;
+}
+"""
+    prog = prepare_source(parse_text(src, "c", "k.c"), "k")
+    # under &&, the call may not run: hoisting it would read x[i] when the source does not
+    assert any(isinstance(n, N.Call) and n.func == "first" for n in walk(prog.func("k").body))
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ needed")
+def test_c_source_with_helpers_migrates_to_cuda(tmp_path):
+    # examples/wild/conv2d/conv2d_nchw.cpp: offset4(...) in every subscript; binding refused it
+    # ("output dependence on 'output'") before the helper was inlined
+    r = xpiler.migrate(WILD / "conv2d" / "conv2d_nchw.cpp", "cuda", outdir=tmp_path / "o", budget=600, perf=False)
+    assert r.verified, r.code
+    out = r.output_path.read_text()
+    assert "offset4" not in out and "__global__" in out

@@ -174,6 +174,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                                  f"{ev['params']['target']!r}")
     try:
         prog = parse_file(src, spec.dialect)
+        from xpiler.passes.inline_helpers import prepare_source
+        prog = prepare_source(prog, spec.entry)   # as the driver does before the first pass
         params = [p.name for p in prog.func(spec.entry).params]
     except KeyError:
         raise XPError("XP4010", key="spec", file=log_path,

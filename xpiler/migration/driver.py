@@ -401,6 +401,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     # of every candidate run
     say(f"parsing {src.name}")
     prog = parse_file(src, sspec.dialect)
+    # c sources: pointer/index helpers inlined into the entry before binding (passes/inline_helpers.py)
+    from xpiler.passes.inline_helpers import prepare_source
+    prog = prepare_source(prog, sspec.entry)
     say(f"testing the source {src.name}")
     src_verdict = check_source(src, sspec, seeds, jobs, timeout, deadline)
     run_limit = run_limit_from(src_verdict.max_run_s, timeout)
