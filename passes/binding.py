@@ -51,6 +51,7 @@ from xpiler.ir.visit import rewrite, substitute, walk
 from .base import PassError
 from . import dependence as D
 from . import forward
+from . import phases
 from . import privatize
 from . import replicate
 
@@ -112,14 +113,21 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
         return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
     except PassError as first:
         fwd = forward.forward_temporaries(program, func)     # packed temporaries -> one nest
-        if fwd is None:
-            raise
-        try:
-            plan = _plan_device(fwd, fwd.func(entry), target, loop, block, grid_cap, dims, tasks, func_type, atomics)
-        except PassError:
+        if fwd is not None:
+            try:
+                plan = _plan_device(fwd, fwd.func(entry), target, loop, block, grid_cap, dims, tasks, func_type,
+                                    atomics)
+                plan["program"] = fwd
+                return plan
+            except PassError:
+                pass
+        if loop is not None or dims is not None or atomics:
             raise first from None
-        plan["program"] = fwd
-        return plan
+        try:                       # ordered phases in one block / one task (passes/phases.py)
+            return _plan_phases(program, func, target, block, grid_cap, tasks, func_type)
+        except PassError as second:
+            at = N.Comment("", loc=N.Loc(first.file, first.line, first.col or 0)) if first.file else None
+            raise PassError(NAME, f"{first.why}; {second.why}", at, first.code) from None
 
 
 def candidates(program: N.Program, target: str) -> list:
@@ -329,6 +337,25 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
             "block": block, "grid_cap": grid_cap, "tasks": tasks, "func_type": func_type, "atomic": atomic_stmts}
 
 
+def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> dict:
+    """Scalar reductions and dependent sibling nests: the kernel as ordered phases of one block
+    (cuda/hip) or one task (bang); see passes/phases.py."""
+    issued = set()
+
+    def fresh(base):
+        name = _fresh_name(func, base)
+        k = 0
+        while name in issued:
+            k += 1
+            name = _fresh_name(func, f"{base}{k}")
+        issued.add(name)
+        return name
+    body, launch = phases.try_plan(program, func, target, block, fresh)
+    return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
+            "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": tasks,
+            "func_type": func_type, "atomic": ()}
+
+
 def _replicable(s, arrays=frozenset()) -> bool:
     """A statement every thread/task may run redundantly: it writes no memory (only local
     scalars and elements of the entry's local ``arrays``, see ``passes/replicate.py``), calls
@@ -445,7 +472,7 @@ def _bind(program: N.Program, plan: dict):
     atomic = {id(s) for s in plan.get("atomic", ())}
     private = set(plan["private"])
     moved = {s.name: s for s in func.body.stmts if isinstance(s, N.Decl) and s.name in private}
-    outer = plan["loops"][0][0]
+    outer = plan["loops"][0][0] if plan["loops"] else None
 
     # rewrite by identity: walk the original tree and rebuild
     def rebuild(n):
@@ -492,7 +519,7 @@ def _bind(program: N.Program, plan: dict):
         finally:
             once.update(saved)
 
-    body = rebuild(func.body)
+    body = plan["body"] if plan.get("phases") else rebuild(func.body)
     if target == "c":
         new_func = func.with_(body=body)
         return _replace_func(program, func, new_func), {}
@@ -540,6 +567,8 @@ def _replace_func(program, old, new):
 
 def _launch(program, func, plan) -> dict:
     target = plan["target"]
+    if plan.get("phases"):
+        return dict(plan["launch"])
     if target == "bang":
         return {"dim": [plan["tasks"], 1, 1], "func_type": plan["func_type"]}
     block = plan["block"]

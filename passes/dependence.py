@@ -925,6 +925,8 @@ def _pair_dep(program, view, loop, a: Acc, b: Acc) -> Optional[Dep]:
         return Dep(a.buffer, "unknown", a.stmt, "element not computable (pointer passed to a call or "
                    "non-canonical subscript)")
     outer = enclosing_loops(view.body, loop)
+    if _same_injective(program, view, loop, a, b):
+        return None
 
     def build(expand):
         env = _make_env(program, view, loop, (loop,), expand)
@@ -949,6 +951,23 @@ def _pair_dep(program, view, loop, a: Acc, b: Acc) -> Optional[Dep]:
         return None
     why = "two iterations touch the same element" if r == "sat" else "solver could not rule it out"
     return Dep(a.buffer, _kind(a, b), a.stmt, f"{why} of loop '{loop.var}'")
+
+
+def _same_injective(program, view, loop, a: Acc, b: Acc) -> bool:
+    """Both accesses touch one element at the same subscript, which is a one-to-one function of
+    the loop variable through / and % digits (passes/digits.py): different iterations never meet."""
+    if a.extent is not None or b.extent is not None:
+        return False
+    if not (isinstance(loop.lo, N.Const) and loop.lo.value == 0 and isinstance(loop.step, N.Const)
+            and loop.step.value == 1):
+        return False
+    from . import digits
+    env = _make_env(program, view, loop, (loop,), True)
+    ea, eb = _expand(a.index, env), _expand(b.index, env)
+    if ea != eb:
+        return False
+    varying = (env.loopvars | env.varying) - {loop.var}
+    return digits.injective(ea, loop.var, _expand(loop.hi, env), varying)
 
 
 def scalar_deps(loop: N.For, private: set) -> list:

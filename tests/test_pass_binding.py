@@ -141,16 +141,21 @@ def test_refuse_prefix_sum():
     assert e.line == 3 and e.file == "k.c" and "loop 'i'" in e.why and "'a'" in e.why
 
 
-def test_refuse_scalar_reduction_without_atomics():
-    src = """void total(const float* x, float* out, int n)
+def test_refuse_scalar_running_value_that_is_not_a_reduction():
+    # s is read by the store (a prefix sum), so it is no reduction; the loop stays sequential,
+    # and one thread cannot run it because the other threads use s (issue 12: real reductions
+    # become one-block phases, tests/test_binding_reductions.py)
+    src = """void scan(const float* x, float* out, int n)
 {
     float s = 0.0f;
     for (int i = 0; i < n; i++) {
         s += x[i];
+        out[i] = s;
     }
+    out[0] += s;
 }
 """
-    e = refused(c_prog(src), entry="total", target="hip")
+    e = refused(c_prog(src), entry="scan", target="hip")
     assert e.line == 4 and "'s'" in e.why
 
 
@@ -182,8 +187,15 @@ def test_refuse_second_loop_needing_grid_barrier():
     }
 }
 """
-    e = refused(c_prog(src), entry="two", target="cuda")
+    # the grid-stride form alone (dims given: no phases fallback) refuses
+    e = refused(c_prog(src), entry="two", target="cuda", dims=1)
     assert e.line == 6 and "another thread" in e.why and "'t'" in e.why
+    # by default the kernel becomes ordered phases of one block, a barrier between the nests
+    prog, launch = binding.apply(c_prog(src), entry="two", target="cuda")
+    assert launch == {"grid": [1, 1, 1], "block": [256, 1, 1]}
+    assert [l.binding for l in loops(prog, "two")] == ["threadIdx.x", "threadIdx.x"]
+    text = print_program(prog, "cuda")
+    assert text.index("t[i] = ") < text.index("__syncthreads()") < text.index("y[i] = ")
 
 
 def test_sibling_nests_on_disjoint_ranges_are_bound_each():
@@ -200,7 +212,7 @@ def test_sibling_nests_on_disjoint_ranges_are_bound_each():
     y[0] = y[0];
 }
 """
-    e = refused(c_prog(src), entry="two", target="cuda")          # y[0] read after another thread wrote it
+    e = refused(c_prog(src), entry="two", target="cuda", dims=1)  # y[0] read after another thread wrote it
     assert e.line == 11 and "'y'" in e.why
     ok = src.replace("    y[0] = y[0];\n", "")
     prog, launch = binding.apply(c_prog(ok), entry="two", target="cuda")
@@ -208,8 +220,12 @@ def test_sibling_nests_on_disjoint_ranges_are_bound_each():
     assert launch["grid"][0].startswith("max(")
     # a second nest reading another iteration's result of the first is refused
     bad = ok.replace("y[i] = x[i] + 1.0f;", "y[i] = y[i - half] + 1.0f;")
-    e = refused(c_prog(bad), entry="two", target="bang")
+    e = refused(c_prog(bad), entry="two", target="bang", dims=1)
     assert e.line == 8 and "'y'" in e.why
+    # without dims the bang fallback runs the sequential program in one task
+    prog, launch = binding.apply(c_prog(bad), entry="two", target="bang")
+    assert launch == {"dim": [1, 1, 1], "func_type": "block"}
+    assert [l.binding for l in loops(prog, "two")] == ["taskId", None, None]
 
 
 def test_strided_partition_is_independent_overlap_is_not():
@@ -226,8 +242,10 @@ def test_strided_partition_is_independent_overlap_is_not():
 """
     prog, _ = binding.apply(c_prog(src), entry="f", target="bang")
     assert loops(prog, "f")[0].binding == "taskId"
-    e = refused(c_prog(src.replace("r += 4", "r += 3")), entry="f", target="bang")
+    e = refused(c_prog(src.replace("r += 4", "r += 3")), entry="f", target="bang", dims=1)
     assert e.line == 3 and "'y'" in e.why and "'task'" in e.why
+    prog, launch = binding.apply(c_prog(src.replace("r += 4", "r += 3")), entry="f", target="bang")
+    assert launch["dim"] == [1, 1, 1] and loops(prog, "f")[1].binding is None    # one task, in order
 
 
 def test_refuse_x86_intrinsics_until_detensorized():
