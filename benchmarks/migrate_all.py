@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Migrate every example in every direction with the symbolic pipeline (no tuning) and verify.
 
-    python benchmarks/migrate_all.py [--from D] [--to D] [--op OP] [--variant base] [--workers 2] [--json OUT]
+    python benchmarks/migrate_all.py [--from D] [--to D] [--op OP] [--variant base] [--suite DIR] [--source FILE]
+                                     [--workers 2] [--json OUT]
 
 Prints one line per migration and a table per direction: verified / total, median and p90
 migration time on this machine, and the first failure reason of each unverified kernel.
@@ -107,6 +108,7 @@ def main() -> int:
     ap.add_argument("--variant", action="append")
     ap.add_argument("--suite", action="append", help="kernel folder(s) (default: examples); e.g. "
                     "--suite examples --suite examples/wild")
+    ap.add_argument("--source", action="append", help="only these kernel files (paths relative to the repository root)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json")
     ap.add_argument("--keep", help="copy every verified output folder here")
@@ -115,6 +117,8 @@ def main() -> int:
     exs = [ex for suite in (a.suite or ["examples"]) for ex in discover(ROOT / suite, a.src, a.op)]
     for ex in exs:
         if a.variant and ex.variant not in a.variant:
+            continue
+        if a.source and str(Path(ex.source).relative_to(ROOT)) not in {str(Path(x)) for x in a.source}:
             continue
         for dst in (a.dst or DIALECTS):
             if dst != ex.dialect:

@@ -41,3 +41,10 @@ def layernorm_f16_nc(inp, weight, bias, N, C):
 def layernorm_rows_eps(x, gamma, beta, cols, eps):
     rows = np.asarray(x).size // cols
     return _ln(x, gamma, beta, rows, cols, float(eps)).astype(np.float32)
+
+
+def layernorm_out_mean_rstd(inp, weight, bias, N, C):
+    """y, mean, rstd of layer norm over rows of inp[N][C], eps 1e-5 (llm.c's forward)."""
+    y = _ln(inp, weight, bias, N, C, 1e-5).astype(np.float32)
+    m, r = ln_stats(inp, C)
+    return y, m, r

@@ -19,3 +19,8 @@ def colsum(a, rows, cols):
 def rowsum_i32(x, cols):
     a = np.asarray(x, dtype=np.int64).reshape(-1, cols)
     return a.sum(axis=1).astype(np.int32)
+
+
+def rowsum_f32(x, cols):
+    a = np.asarray(x, dtype=np.float64).reshape(-1, cols)
+    return a.sum(axis=1).astype(np.float32)
