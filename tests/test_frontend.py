@@ -160,13 +160,15 @@ def test_structural_equality_ignores_locations():
     assert a.funcs[0].loc.line != b.funcs[0].loc.line
 
 
-def test_parse_is_fast():
+def test_parse_has_no_pathological_case():
+    """A guard against blow-ups (e.g. backtracking), not a performance claim: parse speed is measured
+    by benchmarks/bench_parse.py. The bound is wide so a loaded 2-core CI machine cannot trip it."""
     worst = 0.0
     for path in EXAMPLES[:40] + sorted(INPUTS.glob("*.*")):
         t = time.perf_counter()
         parse_file(path)
         worst = max(worst, time.perf_counter() - t)
-    assert worst < 0.5, f"slowest parse took {worst:.3f} s"
+    assert worst < 5.0, f"slowest parse took {worst:.3f} s"
 
 
 def test_variable_named_like_a_type():
