@@ -54,6 +54,7 @@ from . import forward
 from . import phases
 from . import privatize
 from . import replicate
+from . import runtime_arrays
 
 NAME = "binding"
 TARGETS = ("cuda", "hip", "bang", "c")
@@ -67,14 +68,20 @@ FALLBACK_GRID = 256          # blocks when the trip count is not an expression o
 # ============================================================================ entry points
 def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
-          func_type: str = "union1", atomics: bool = False, **_):
-    """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c)."""
+          func_type: str = "union1", atomics: bool = False, instances=None, **_):
+    """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c).
+    ``instances`` (the spec's instances as parameter name -> value dicts, given by the driver,
+    never logged as a parameter) lets run-time sized local arrays get a constant size on SIMT
+    targets (``passes/runtime_arrays.py``)."""
     plan = check(program, entry=entry, target=target, mode=mode, loop=loop, block=block,
                  grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
     if mode == "retarget":
         return _retarget(program, plan)
     prog, launch = _bind(plan.get("program", program), plan)
-    if plan["target"] in SIMT:              # large per-thread arrays -> device-global slices
+    if plan["target"] in SIMT:
+        # run-time sized local arrays (BANG NRAM VLAs) -> the instances' largest size + a guard
+        prog, _ = runtime_arrays.bound_runtime_arrays(prog, entry, instances, plan["target"])
+        # large per-thread arrays -> device-global slices
         prog, launch = privatize.hoist_private_arrays(prog, entry, launch)
     return prog, launch
 

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 from xpiler.ir import nodes as N
 from xpiler.ir.intrinsics import REGISTRY
-from xpiler.ir.visit import outside_loops, rewrite, walk
+from xpiler.ir.visit import outside_loops, rewrite, substitute, walk
 
 from .base import PassError
 from .expansion import _map_stmts, expand_vars, expanded_decl, init_as_stores
@@ -816,6 +816,16 @@ class _Recovery:
         self.has_block_loops = bool(cfg.block_levels)
         tainted = _taint(body, thread_vars)
 
+        # BANG: file-scope SRAM (__mlu_shared__) is one buffer per cluster, like SRAM declared in
+        # the kernel: unless a helper the kernel still calls names it, it joins the kernel's body
+        if bang_extra is not None and cfg.block_levels:
+            still_named = set()
+            for h in helpers:
+                still_named |= _vars(h.body)
+            in_body = _vars(N.Block(tuple(body)))
+            moved = tuple(it for it in prog.items if isinstance(it, N.Decl) and it.scope == "sram"
+                          and it.init is None and it.name in in_body and it.name not in still_named)
+            body = moved + tuple(body)
         # shared / cluster memory → one array per block, declared in the block loop
         body, shared_decls = self._shared(body, cfg)
 
@@ -1244,7 +1254,7 @@ class _Recovery:
                     continue
                 continue
             if isinstance(it, N.Decl):
-                if it.scope in ("nram", "wram") and any(
+                if it.scope in ("nram", "wram", "sram") and any(
                         isinstance(n, N.Decl) and n.name == it.name for n in walk(new_fn.body)):
                     continue  # privatized into the task loop
                 items.append(it.with_(scope="local"))
@@ -2271,13 +2281,88 @@ def _privatize_core_memories(prog, fn, loop_var: str):
                 and it.name not in used_elsewhere]
     if not per_core or fn.body is None:
         return fn
-    target = next((n for n in walk(fn.body) if isinstance(n, N.For) and n.var == loop_var), None)
-    if target is None:
+    phases = [n for n in walk(fn.body) if isinstance(n, N.For) and n.var == loop_var]
+    if not phases:
         return fn
     decls = tuple(d.with_(scope="local", storage=tuple(x for x in d.storage if x != "static")) for d in per_core)
-    new_loop = target.with_(body=target.body.with_(stmts=decls + tuple(target.body.stmts)))
-    body = rewrite(fn.body, lambda n: new_loop if n is target else n)
-    return fn.with_(body=body)
+    if len(phases) == 1:
+        target = phases[0]
+        new_loop = target.with_(body=target.body.with_(stmts=decls + tuple(target.body.stmts)))
+        body = rewrite(fn.body, lambda n: new_loop if n is target else n)
+        return fn.with_(body=body)
+    return _privatize_across_phases(fn, decls, phases, loop_var)
+
+
+def _privatize_across_phases(fn, decls, phases, loop_var: str):
+    """The core loop was fissioned at cluster barriers into several phase loops (each core runs
+    phase 1, all wait, each runs phase 2 ...). A core's NRAM keeps its contents across the
+    barrier, so a buffer that several phases use is one array per core, declared once before
+    the phases (``T buf_c[cores][...]``, every use ``buf_c[core]``); a buffer only one phase uses
+    is declared in that phase's loop. Refused (PassError) when a buffer is used outside the
+    phases, the phases do not all run over the same constant core range, or the phases do not
+    share the enclosing block-level loops."""
+    used = {d.name: [k for k, lp in enumerate(phases) if d.name in _vars(lp.body)] for d in decls}
+    outside = _vars(rewrite(fn.body, lambda n: N.Block(()) if any(n is lp for lp in phases) else n))
+    for d in decls:
+        if d.name in outside:
+            raise PassError(NAME, f"per-core buffer '{d.name}' is used between the phases of a cluster barrier",
+                            d)
+    own = {k: [d for d in decls if used[d.name] == [k]] for k in range(len(phases))}
+    own[0] = [d for d in decls if not used[d.name]] + own[0]
+    shared = [d for d in decls if len(used[d.name]) > 1]
+    taken = _vars(fn.body) | {n.name for n in walk(fn.body) if isinstance(n, N.Decl)}
+    mapping, expanded = {}, []
+    if shared:
+        ranges = {(lp.lo, lp.hi, lp.step) for lp in phases}
+        lo, hi, step = phases[0].lo, phases[0].hi, phases[0].step
+        if len(ranges) != 1 or not _is_const(lo, 0) or not _is_const(step, 1) or \
+                not (isinstance(hi, N.Const) and isinstance(hi.value, int) and hi.value > 0):
+            raise PassError(NAME, f"per-core buffer '{shared[0].name}' lives across a cluster barrier, but the "
+                                  "core loops of the phases differ or have no constant extent", shared[0])
+        for d in shared:
+            g = _fresh(d.name + "_core", taken)
+            expanded.append(d.with_(name=g, type=N.Array(d.type.elem, (hi,) + tuple(d.type.dims))))
+            mapping[d.name] = N.Index(N.Var(g), N.Var(loop_var))
+    # the block that holds every phase (the lowest common ancestor) receives the per-core arrays
+    paths = []
+
+    def find(node, path):
+        if any(node is lp for lp in phases):
+            paths.append(path)
+            return
+        for f in ("stmts", "body", "then", "else_"):
+            v = getattr(node, f, None)
+            if isinstance(v, tuple):
+                for x in v:
+                    find(x, path + [node] if isinstance(node, N.Block) else path)
+            elif isinstance(v, N.Node):
+                find(v, path + [node] if isinstance(node, N.Block) else path)
+    find(fn.body, [])
+    if len(paths) != len(phases):
+        raise PassError(NAME, "the phases of a cluster barrier could not be located", phases[0])
+    common = []
+    for blocks in zip(*paths):
+        if all(b is blocks[0] for b in blocks):
+            common.append(blocks[0])
+        else:
+            break
+    if not common:
+        raise PassError(NAME, "the phases of a cluster barrier share no enclosing block", phases[0])
+    host = common[-1]       # loops between it and a phase only repeat phases: NRAM persists through them
+    new_phases = {}
+    for k, lp in enumerate(phases):
+        body = lp.body
+        if mapping:
+            body = substitute(body, {n: e for n, e in mapping.items() if k in used[n]})
+        new_phases[id(lp)] = lp.with_(body=body.with_(stmts=tuple(own.get(k, ())) + tuple(body.stmts)))
+
+    def swap(n):
+        if isinstance(n, N.For) and id(n) in new_phases and any(n is lp for lp in phases):
+            return new_phases[id(n)]
+        return n
+    with_decls = rewrite(fn.body, lambda n: n.with_(stmts=tuple(expanded) + tuple(n.stmts)) if n is host else n) \
+        if expanded else fn.body
+    return fn.with_(body=rewrite(with_decls, swap))
 
 
 def apply(program, *, entry: str, launch=None, normalize: bool = True, **params):

@@ -120,6 +120,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4014", "error", "the log's end event disagrees with its {what}: {detail}", "The end event or the events before it were edited; re-run the migration."),
     ("XP4020", "error", "time budget spent: {what}", "Give a larger --budget; the report lists what was cut, and no cut test counts as passed."),
     ("XP4021", "warning", "the LLM step for {pass_name} was dropped: {why}", "The symbolic rewrite stands in where it applies. Check the endpoint (timeouts, HTTP errors) or give a larger --budget."),
+    ("XP4050", "warning", "the run-time sized local array '{name}[{extent}]' is given {size} elements, the largest size of the spec's instances, with a guard that stops the kernel (device trap) above it", "cuda/hip refuse arrays sized at run time. Add a spec instance with the largest size you will run, or stage the array through memory the host allocates."),
     ("XP4101", "warning", "host API '{name}' has no {dst} counterpart", "See docs/api-mapping.md; the call is left as a comment for you to port."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),

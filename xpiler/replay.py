@@ -110,7 +110,7 @@ def _locate(rec: dict, log_dir: Path) -> Path | None:
 def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path | None = None,
            output: str | Path | None = None) -> ReplayResult:
     from .frontend import parse_file
-    from .migration.driver import _launch_to_params, _launch_to_spec
+    from .migration.driver import _instance_params, _launch_to_params, _launch_to_spec
     from .printers import print_program
     from xpiler.passes.base import get as get_pass
 
@@ -207,6 +207,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                 call = dict(ev["params"])
                 if ev["name"] == "loop_recovery":
                     call.setdefault("launch", _launch_to_params(spec.launch, spec, params))
+                if ev["name"] == "binding":
+                    call.setdefault("instances", _instance_params(spec, params))
                 if ev.get("proposer", "symbolic") != "symbolic":
                     # an LLM-proposed program: the log holds its text (the answer the model gave)
                     from .frontend import parse_text

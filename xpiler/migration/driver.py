@@ -132,6 +132,30 @@ def _launch_to_params(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     return out
 
 
+def _instance_params(spec: Spec, func_params: list[str]) -> list[dict]:
+    """The integer scalar arguments of each of the spec's instances, keyed by the kernel's
+    parameter names (binding sizes run-time sized local arrays from them)."""
+    out = []
+    try:
+        insts = spec.instances()
+    except XPError:
+        return out
+    for inst in insts:
+        out.append({pname: inst.scalars[a.name] for a, pname in zip(spec.args, func_params)
+                    if a.role == "scalar" and isinstance(inst.scalars.get(a.name), int)})
+    return out
+
+
+def _runtime_array_notes(before: Stage, to: str, spec: Spec, func_params: list[str]) -> list:
+    """XP4050 for each run-time sized local array binding gave a fixed size (the rewrite is
+    pure, so asking it again about the program binding started from gives its decisions)."""
+    from ..passes import runtime_arrays
+    from ..printers import printer_for
+    _, notes = runtime_arrays.bound_runtime_arrays(before.program, before.entry,
+                                                   _instance_params(spec, func_params), to)
+    return [XPError("XP4050", name=name, extent=printer_for("c").expr(extent), size=size) for name, extent, size in notes]
+
+
 def _real_compile_gate(dialect: str, path: Path, v: Verdict) -> None:
     """Fail a verdict whose kernel the target's real compiler rejects (nvcc sm_90 for cuda,
     clang-15 gfx90a for hip), e.g. a stack frame over the AMDGPU limit that an emulator cannot
@@ -507,6 +531,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         if pname == "loop_recovery":
             # gridDim/blockDim/taskDim of the source launch, over the kernel's parameter names
             call_params.setdefault("launch", _launch_to_params(sspec.launch, sspec, params))
+        if pname == "binding":
+            # the sizes the migration is verified on (run-time sized local arrays, passes/runtime_arrays.py)
+            call_params.setdefault("instances", _instance_params(sspec, params))
         res = mod.apply(cur.program, entry=cur.entry, **call_params)
         new_prog, launch = (res if isinstance(res, tuple) else (res, cur.launch))
         new = Stage(new_prog, new_prog.dialect, cur.entry, dict(launch), cur.steps)
@@ -637,6 +664,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                     step = Step(pname, pparams, who, stage.hash, new.hash)
                     new.steps = stage.steps + (step,)
                     steps.append(step)
+                    if pname == "binding" and to in ("cuda", "hip") and who == "symbolic":
+                        diags.extend(_runtime_array_notes(stage, to, sspec, params))
                     stage, verdict = new, v
                     if stage.dialect == to:
                         verified_stage = stage

@@ -46,3 +46,16 @@ def attn_rowwise_d64(Q, K, V, BH, S, scale):
 def attn_query_group(Q, K, V, S, D, scale):
     BH = np.asarray(Q).size // (S * D)
     return attention_bhsd(Q, K, V, 1, BH, S, D, scale).reshape(BH, S, D)
+
+
+def mha_heads(q, k, v, heads, seq, dim, scale):
+    """[heads][seq][dim] layout, argument order of mha_rows_bang.mlu."""
+    return attention_bhsd(q, k, v, 1, heads, seq, dim, scale).reshape(heads, seq, dim)
+
+
+def mha_tokens(q, k, v, seq, heads, dim):
+    """Token rows [seq][heads * dim] (heads side by side), scale 1 / sqrt(dim)."""
+    def split(a):
+        return np.asarray(a, np.float64).reshape(seq, heads, dim).transpose(1, 0, 2)
+    o = attention_bhsd(split(q), split(k), split(v), 1, heads, seq, dim, 1.0 / np.sqrt(dim))
+    return o.reshape(heads, seq, dim).transpose(1, 0, 2).reshape(seq, heads * dim).astype(np.float32)

@@ -886,6 +886,8 @@ inline void __syncwarp(unsigned long long mask = ~0ull, XPS_SITE) {
   ::xps::warp_barrier(mask, "__syncwarp()", XPS_SITE_FWD);
 }
 inline void __threadfence() { ::xps::poll_done(false); }
+// CUDA's device trap: the launch fails (here: the process stops, so the test fails)
+[[noreturn]] inline void __trap() { __builtin_trap(); }
 inline void __threadfence_block() { ::xps::poll_done(false); }
 inline void __threadfence_system() { ::xps::poll_done(false); }
 inline void __builtin_amdgcn_fence(int, const char *) {}
