@@ -190,6 +190,21 @@ def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb:
                       inst.name, seed, log=log)
 
 
+def _runtime_notes(oc, notes: list) -> None:
+    """Add the emulator's ``xpiler-runtime-note: XPnnnn message [file:line]`` lines of a successful
+    run to ``notes`` (once each): the run stepped outside a documented rule with a well-defined
+    result (e.g. XP3040, a pool over channels that break the 64-byte alignment)."""
+    import re
+    for ln in ((oc.stderr or "") + "\n" + (oc.stdout or "")).splitlines():
+        m = re.match(r"xpiler-runtime-note:\s*(XP\d{4})\s+(.*?)(?:\s+\[([^\]:]+):(\d+)\])?\s*$", ln)
+        if not m:
+            continue
+        code, msg, file, line = m.group(1), m.group(2), m.group(3), m.group(4)
+        if any(getattr(n, "code", None) == code and n.message == msg for n in notes):
+            continue
+        notes.append(XPError(code, msg, file=file, line=int(line) if line else None))
+
+
 def gpu_substrate(dialect: str) -> str | None:
     """``hw:nvidia-…`` when a CUDA GPU is present and ``dialect`` is cuda (hip stays on the wave64
     emulator: a 32-lane NVIDIA warp is not a faithful substrate for wave64 code).
@@ -357,6 +372,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                     return [cut_failure(inst, seed, f"run stopped after {lim:.3g} s (its own limit is "
                                                          f"{timeout:g} s)")], 0.0, 0.0
                 return [_failure_from_outcome(oc, inst, seed, lim, mem_mb)], 0.0, 0.0
+            _runtime_notes(oc, verdict.notes)
             mabs = mrel = 0.0
             if use_reference and spec.reference:
                 try:
