@@ -882,6 +882,10 @@ template <class T> inline void op_transpose(Loc loc, T* dst, const T* src, int H
 #define taskDimZ ((int)::xpb::g_launch_dims[2])
 #define coreId ((int)::xpb::tls.core_id)
 #define coreDim ((int)::xpb::tls.core_dim)
+/* The emulator runs only the compute (IPU) cores of a cluster; the memory core (MPU), which real
+ * kernels guard with __is_mpu() for SRAM-only work, is not modelled: code under it never runs. */
+#define __is_mpu() (false)
+#define __is_ipu() (true)
 #define clusterId ((int)::xpb::tls.cluster_id)
 #define clusterDim ((int)::xpb::tls.cluster_dim)
 

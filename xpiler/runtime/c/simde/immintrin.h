@@ -80,6 +80,13 @@ XP_SIMDE_MASKED(epi64, simde__m512i, int64_t, 8, simde__mmask8)
 #define _mm512_maskz_loadu_epi64 xp_maskz_loadu_epi64
 #define _mm512_mask_loadu_epi64 xp_mask_loadu_epi64
 #define _mm512_mask_storeu_epi64 xp_mask_storeu_epi64
+/* mask conversions (plain integers in SIMDe) */
+#define _cvtu32_mask16(x) ((simde__mmask16)(x))
+#define _cvtmask16_u32(x) ((uint32_t)(x))
+#define _cvtu64_mask64(x) ((simde__mmask64)(x))
+#define _cvtmask64_u64(x) ((uint64_t)(x))
+#define _cvtu32_mask32(x) ((simde__mmask32)(x))
+#define _cvtmask32_u32(x) ((uint32_t)(x))
 #define _mm512_reduce_add_epi32(v) xp_reduce_add_epi32(v)
 #define _mm512_reduce_mul_epi32(v) xp_reduce_mul_epi32(v)
 #define _mm512_reduce_max_epi32(v) xp_reduce_max_epi32(v)
