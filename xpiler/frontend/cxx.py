@@ -287,10 +287,37 @@ def _auto_and_std(layer, T):
                 raise layer.err("XP1102", t, construct="auto type deduction (of a lambda)")
             T.set(i, AUTO)
             layer.user_types.add(AUTO)
+        elif t.text == "std" and T.text(i + 1) == "::" and T.text(i + 2) == "numeric_limits" \
+                and _numeric_limit(T, i) is not None:
+            end, const = _numeric_limit(T, i)
+            T.set(i, const)
+            T.blank(i + 1, end)
         elif t.text == "std" and T.text(i + 1) == "::" and T.kind(i + 2) == "id":
             T.blank(i, i + 1)
             if T.text(i + 2) in STD_CALLS and T.text(i + 3) == "(":
                 T.set(i + 2, STD_PREFIX + T.text(i + 2))
+
+
+# std::numeric_limits<T>::NAME() -> the C constant of <float.h>/<limits.h>/<math.h>
+_LIMITS = {
+    "float": {"max": "FLT_MAX", "min": "FLT_MIN", "lowest": "(-FLT_MAX)", "epsilon": "FLT_EPSILON",
+              "infinity": "INFINITY", "quiet_NaN": "NAN"},
+    "double": {"max": "DBL_MAX", "min": "DBL_MIN", "lowest": "(-DBL_MAX)", "epsilon": "DBL_EPSILON",
+               "infinity": "((double)INFINITY)", "quiet_NaN": "((double)NAN)"},
+    "int": {"max": "INT_MAX", "min": "INT_MIN", "lowest": "INT_MIN"},
+    "int32_t": {"max": "INT_MAX", "min": "INT_MIN", "lowest": "INT_MIN"},
+}
+
+
+def _numeric_limit(T, i):
+    """(index of the closing ')', constant) for `std :: numeric_limits < TYPE > :: NAME ( )` at i."""
+    if T.text(i + 3) != "<" or T.text(i + 5) != ">" or T.text(i + 6) != "::":
+        return None
+    table = _LIMITS.get(T.text(i + 4))
+    name = T.text(i + 7)
+    if not table or name not in table or T.text(i + 8) != "(" or T.text(i + 9) != ")":
+        return None
+    return i + 9, table[name]
 
 
 # ------------------------------------------------------------------------------ templates

@@ -72,6 +72,11 @@ def _printer(dialect: str):
     return lambda prog: print_program(prog, dialect)
 
 
+_INT_CAST = __import__("re").compile(
+    r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:size_t|ptrdiff_t|u?int(?:32|64)_t|long\s+long|long|int|unsigned)"
+    r"(?:\s+int)?\s*\)")
+
+
 def _launch_to_spec(launch: dict, spec: Spec, func_params: list[str]) -> dict:
     """Launch expressions are written over kernel parameter names; the spec needs size
     expressions, so each scalar parameter is replaced by its spec value."""
@@ -86,6 +91,9 @@ def _launch_to_spec(launch: dict, spec: Spec, func_params: list[str]) -> dict:
             vals = []
             for x in v:
                 if isinstance(x, str):
+                    # integer casts (`(size_t)(N)` from a C++ `static_cast<size_t>(N)`) do not change a
+                    # launch size; the spec's expression language has no casts
+                    x = _INT_CAST.sub("", x)
                     x = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: f"({subst[m.group(0)]})" if m.group(0) in subst
                                else m.group(0), x)
                 vals.append(x)
