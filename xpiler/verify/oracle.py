@@ -73,12 +73,18 @@ def reference_args(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) ->
     return args
 
 
+_REFERENCE_LOCK = __import__("threading").Lock()
+
+
 def reference_outputs(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Expected out/inout arrays (float64 / int64) from the spec's reference function."""
     fn = load_reference(spec)
     args = reference_args(spec, inst, arrays)
     try:
-        res = fn(*args)
+        # one reference call at a time: the tester's worker threads would otherwise enter a
+        # multi-threaded BLAS concurrently (a matmul reference was seen to hang that way)
+        with _REFERENCE_LOCK:
+            res = fn(*args)
     except Exception as e:  # the user's reference is at fault (bad input), not the kernel
         ref_file = Path(getattr(getattr(fn, "__code__", None), "co_filename", "") or "")
         ref_file = ref_file if ref_file.is_file() else None
