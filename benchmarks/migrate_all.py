@@ -125,8 +125,11 @@ def main() -> int:
                 jobs.append((str(ex.source), str(ex.spec), dst, a.keep))
     rows = []
     t_all = time.time()
+    from concurrent.futures import as_completed
     with ProcessPoolExecutor(max_workers=a.workers) as pool:
-        for r, job in zip(pool.map(one, jobs), jobs):
+        # rows are printed as they finish, so a run cut short still shows every finished migration
+        for fut in as_completed([pool.submit(one, job) for job in jobs]):
+            r = fut.result()
             rows.append(r)
             print(f"{'PASS' if r['verified'] else 'FAIL'} {r['source']:45s} -> {r['to']:5s} {r['seconds']:6.1f}s "
                   f"{r['reason']}", flush=True)
