@@ -57,3 +57,13 @@ def test_integer_casts_leave_launch_sizes():
     assert out["block"][0] == "(256)"
     # a float cast is not an integer cast: it stays (and the spec refuses it, rather than guessing)
     assert "(float)" in _launch_to_spec({"grid": ["(float)(n)", 1, 1]}, spec, ["x", "n"])["grid"][0]
+
+
+def test_std_container_is_named_not_an_unbalanced_paren():
+    import pytest
+    from xpiler.diagnostics import XPError
+    src = '#include <vector>\nextern "C" void f(float* y, int n) {\n  std::vector<float> t(n);\n  y[0] = t[0];\n}\n'
+    with pytest.raises(XPError) as ei:
+        parse_text(src, "c", "v.cpp")
+    assert ei.value.code == "XP1102" and "std::vector" in ei.value.message
+    assert ei.value.line == 3

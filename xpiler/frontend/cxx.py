@@ -287,6 +287,10 @@ def _auto_and_std(layer, T):
                 raise layer.err("XP1102", t, construct="auto type deduction (of a lambda)")
             T.set(i, AUTO)
             layer.user_types.add(AUTO)
+        elif t.text == "std" and T.text(i + 1) == "::" and T.text(i + 2) in _CONTAINERS:
+            # say what it is, instead of the parser's confusion further on (an 'unbalanced (')
+            raise layer.err("XP1102", t, construct=f"std::{T.text(i + 2)} (a C++ library type; use a plain "
+                                                   "array or pointer in the kernel)")
         elif t.text == "std" and T.text(i + 1) == "::" and T.text(i + 2) == "numeric_limits" \
                 and _numeric_limit(T, i) is not None:
             end, const = _numeric_limit(T, i)
@@ -297,6 +301,9 @@ def _auto_and_std(layer, T):
             if T.text(i + 2) in STD_CALLS and T.text(i + 3) == "(":
                 T.set(i + 2, STD_PREFIX + T.text(i + 2))
 
+
+_CONTAINERS = {"vector", "array", "string", "unique_ptr", "shared_ptr", "map", "unordered_map", "set",
+               "unordered_set", "deque", "list", "pair", "tuple", "function", "span"}
 
 # std::numeric_limits<T>::NAME() -> the C constant of <float.h>/<limits.h>/<math.h>
 _LIMITS = {
