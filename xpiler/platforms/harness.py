@@ -266,7 +266,7 @@ def main_source(spec: Spec, kernel_include: str, *, cxx: bool | None = None, tim
         "#endif",
     ]
     if cxx:
-        lines += ["struct xp_anyptr { void* p; template <class T> operator T*() const { return (T*)p; } };"]
+        lines += ["struct xp_anyptr { void* p; template <class XpT_> operator XpT_*() const { return (XpT_*)p; } };"]
     lines += [
         "int main(int argc, char** argv) {",
         "  static xp_job J;",

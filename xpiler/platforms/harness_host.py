@@ -22,7 +22,7 @@ def main_source_host(spec, kernel_include: str, host_fn: str, *, cxx: bool | Non
              '#include "xp_job.h"',
              f'#include "{kernel_include}"']
     if cxx:
-        lines.append("struct xp_anyptr { void* p; template <class T> operator T*() const { return (T*)p; } };")
+        lines.append("struct xp_anyptr { void* p; template <class XpT_> operator XpT_*() const { return (XpT_*)p; } };")
     lines += ["int main(int argc, char** argv) {",
               "  static xp_job J;",
               "  if (argc < 2 || xp_job_load(&J, argv[1])) return 90;",

@@ -458,7 +458,7 @@ class SimtPlatform:
             "  dim3 grid(J.grid.x, J.grid.y, J.grid.z), block(J.block.x, J.block.y, J.block.z);",
         ]
         lines.insert(lines.index("int main(int argc, char** argv) {"),
-                     "struct xp_anyptr { void* p; template <class T> operator T*() const { return (T*)p; } };")
+                     "struct xp_anyptr { void* p; template <class XpT_> operator XpT_*() const { return (XpT_*)p; } };")
         decls, args = gpu_arg_decls(spec, "dptr", "J.scalar", "J.iscalar")
         lines += decls
         entry = callee or harness_entry(spec.entry)   # a kernel template: its instantiation
