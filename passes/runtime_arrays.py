@@ -45,6 +45,8 @@ from typing import Optional
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
 
+from .patterns.common import assigned_names
+
 INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 _OPS = ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", "<=", ">", ">=", "==", "!=", "&&", "||")
 TRAP = {"cuda": "__trap", "hip": "__builtin_trap"}     # the device trap each dialect spells
@@ -69,7 +71,7 @@ def bound_runtime_arrays(program: N.Program, entry: str, instances, target: str 
     macros = program.macro_table()
     lets = _single_assignment_lets(func)
     params = {p.name for p in func.params}
-    assigned = _assigned(func.body)
+    assigned = assigned_names(func.body)
     sized = {n.arg.name for n in walk(func.body) if isinstance(n, N.SizeOf) and isinstance(n.arg, N.Var)}
     notes: list = []
 
@@ -140,19 +142,6 @@ def bound_runtime_arrays(program: N.Program, entry: str, instances, target: str 
 
 
 # ---------------------------------------------------------------------------- analysis helpers
-def _assigned(body) -> set:
-    """Names written anywhere in ``body`` (assignments, ++/--, address taken, loop variables)."""
-    out = set()
-    for n in walk(body):
-        if isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var):
-            out.add(n.target.name)
-        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.operand, N.Var):
-            out.add(n.operand.name)
-        elif isinstance(n, N.For):
-            out.add(n.var)
-    return out
-
-
 def _single_assignment_lets(func: N.Func) -> dict:
     """Integer scalars declared exactly once in ``func`` with an initialiser and never written
     afterwards: name -> initialiser."""
@@ -160,7 +149,7 @@ def _single_assignment_lets(func: N.Func) -> dict:
     for n in walk(func.body):
         if isinstance(n, N.Decl):
             decls.setdefault(n.name, []).append(n)
-    written = _assigned(func.body)
+    written = assigned_names(func.body)
     params = {p.name for p in func.params}
     lets = {}
     for name, ds in decls.items():
