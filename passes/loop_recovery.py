@@ -431,9 +431,99 @@ def _is_float_const(e):
     return isinstance(e, N.Const) and isinstance(e.value, float)
 
 
-def _lower_intrinsics(stmts, owner: str):
+# the CUDA/HIP __half2 helpers, as expressions over the two halves (lane 0 = .x, lane 1 = .y);
+# each entry: number of arguments, and per lane the scalar expression of the arguments' lanes
+# (``h(k, j)``: lane j of argument k, ``s(k)``: argument k itself, a scalar)
+def _h2_table():
+    H = N.Scalar("float16", "_Float16")
+    F = N.Scalar("float32", "float")
+
+    def binop(op):
+        return 2, lambda h, s, j: N.BinOp(op, h(0, j), h(1, j))
+
+    def sel(op):
+        return 2, lambda h, s, j: N.Cond(N.BinOp(op, h(0, j), h(1, j)), h(0, j), h(1, j))
+
+    return {
+        "__hadd2": binop("+"), "__hsub2": binop("-"), "__hmul2": binop("*"), "__h2div": binop("/"),
+        "__hmax2": sel(">"), "__hmin2": sel("<"),
+        "__hfma2": (3, lambda h, s, j: N.BinOp("+", N.BinOp("*", h(0, j), h(1, j)), h(2, j))),
+        "__hneg2": (1, lambda h, s, j: N.UnOp("-", h(0, j))),
+        "__halves2half2": (2, lambda h, s, j: s(j)),
+        "make_half2": (2, lambda h, s, j: s(j)),
+        "__half2half2": (1, lambda h, s, j: s(0)),
+        "__floats2half2_rn": (2, lambda h, s, j: N.Cast(H, s(j))),
+        "__float2half2_rn": (1, lambda h, s, j: N.Cast(H, s(0))),
+        "__lows2half2": (2, lambda h, s, j: h(j, 0)),
+        "__highs2half2": (2, lambda h, s, j: h(j, 1)),
+    }, {   # half2 -> one scalar
+        "__low2half": lambda h: h(0, 0), "__high2half": lambda h: h(0, 1),
+        "__low2float": lambda h: N.Cast(F, h(0, 0)), "__high2float": lambda h: N.Cast(F, h(0, 1)),
+    }
+
+
+_H2_VECTOR, _H2_SCALAR = _h2_table()
+_H2_LANES = ("x", "y")
+_H1_COMPARE = {"__hgt": ">", "__hlt": "<", "__hge": ">=", "__hle": "<=", "__heq": "==", "__hne": "!="}
+
+
+def _lane_safe(e) -> bool:
+    """No side effect and no call: safe to evaluate once per lane."""
+    return not any(isinstance(n, (N.Call, N.AssignExpr, N.Comma)) or
+                   (isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--")) or
+                   (isinstance(n, N.Intrinsic) and REGISTRY.get(n.name) is not None and
+                    REGISTRY[n.name].category == "atomic")
+                   for n in walk(e))
+
+
+def _half2_type(scope) -> N.Vector:
+    """The program's own spelling of the two-half vector (``__half2`` or ``half2``)."""
+    for n in walk(scope):
+        if isinstance(n, N.Vector) and n.n == 2 and n.elem.dtype == "float16":
+            return n.with_(const=False)
+    return N.Vector(N.Scalar("float16", "_Float16"), 2, "__half2")
+
+
+def _lower_half2(n, vec: N.Vector):
+    """``__hadd2(a, b)`` -> ``(__half2){a.x + b.x, a.y + b.y}`` (and the other __half2 helpers):
+    a half2 is two halves, each lane computed by the scalar half arithmetic.  None when ``n``
+    is no such helper."""
+    name = n.func if isinstance(n, N.Call) and isinstance(n.func, str) else None
+    if name in _H1_COMPARE and len(n.args) == 2:       # scalar half comparisons
+        return N.BinOp(_H1_COMPARE[name], n.args[0], n.args[1], loc=n.loc)
+    if name == "__hneg" and len(n.args) == 1:
+        return N.UnOp("-", n.args[0], loc=n.loc)
+    if name not in _H2_VECTOR and name not in _H2_SCALAR:
+        return None
+    a = n.args
+    want = _H2_VECTOR[name][0] if name in _H2_VECTOR else 1
+    if len(a) != want:
+        raise PassError(NAME, f"'{name}' takes {want} argument(s), not {len(a)}", n)
+    for x in a:
+        if not _lane_safe(x):
+            raise PassError(NAME, f"an argument of '{name}' has a side effect or calls a function; "
+                                  "each half reads it, so assign it to a variable first", n)
+
+    def h(k, j):
+        x = a[k]
+        if isinstance(x, N.CompoundLit) and len(x.init.items) == 2:
+            return x.init.items[j]
+        return N.Member(x, _H2_LANES[j], loc=n.loc)
+
+    def s(k):
+        return a[k]
+
+    if name in _H2_SCALAR:
+        return _H2_SCALAR[name](h)
+    f = _H2_VECTOR[name][1]
+    return N.CompoundLit(vec, N.InitList(tuple(f(h, s, j) for j in range(2))), loc=n.loc)
+
+
+def _lower_intrinsics(stmts, owner: str, vec2: N.Vector | None = None):
     """C spellings of the CUDA/HIP math helpers; atomics as plain read-modify-write statements;
-    refusal for what detensorize must lower first."""
+    refusal for what detensorize must lower first.  ``vec2``: the half2 type of the function
+    (the __half2 helpers become per-lane expressions of it)."""
+    vec2 = vec2 or _half2_type(N.Block(tuple(stmts)))
     for n in walk(stmts):
         if isinstance(n, N.Intrinsic):
             d = REGISTRY.get(n.name)
@@ -459,6 +549,9 @@ def _lower_intrinsics(stmts, owner: str):
         return s
 
     def fn(n):
+        if isinstance(n, N.Call):
+            h2 = _lower_half2(n, vec2)
+            return n if h2 is None else h2
         if not isinstance(n, N.Intrinsic):
             return n
         d = REGISTRY.get(n.name)
@@ -775,8 +868,9 @@ class _Recovery:
                 return n if n.scope == "local" else n.with_(scope="local")
             return n
         fn = fn.with_(body=rewrite(fn.body, to_local))
-        body = _lower_intrinsics(fn.body.stmts, fn.name)
-        helpers = [h.with_(body=N.Block(_lower_intrinsics(rewrite(h.body, to_local).stmts, h.name), loc=h.body.loc))
+        body = _lower_intrinsics(fn.body.stmts, fn.name, _half2_type(fn))
+        helpers = [h.with_(body=N.Block(_lower_intrinsics(rewrite(h.body, to_local).stmts, h.name, _half2_type(h)),
+                                        loc=h.body.loc))
                    for h in helpers]
 
         # BANG: a cluster/core split only when cluster memory or cluster barriers need it

@@ -1,0 +1,76 @@
+"""Candidate failures of the wild corpus (issue 12, classes XP4003 / XP4001): one focused test per
+root cause, at the level of the pass that holds it, plus a few end-to-end migrations."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from xpiler.frontend import parse_text
+from xpiler.passes import loop_recovery
+from xpiler.passes.base import PassError
+from xpiler.printers import print_program
+
+ROOT = Path(__file__).resolve().parents[1]
+WILD = ROOT / "examples" / "wild"
+
+
+def _run_c(text: str, main: str, tmp_path: Path) -> str:
+    """Compile ``text`` + ``main`` with gcc and return what the program prints."""
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc")
+    src = tmp_path / "k.c"
+    src.write_text(text + "\n#include <stdio.h>\n" + main)
+    exe = tmp_path / "k"
+    r = subprocess.run(["gcc", "-std=gnu11", "-O0", "-Werror=incompatible-pointer-types",
+                        "-Werror=implicit-function-declaration", str(src), "-o", str(exe), "-lm"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + "\n" + text
+    return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+
+
+# ------------------------------------------------------------------ 1. __half2 helpers -> two halves
+HALF2 = """
+#include <hip/hip_fp16.h>
+__global__ void k(const __half2 *x, const __half2 *r, __half2 *out, float *lo, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        __half2 s = __hadd2(x[i], r[i]);
+        out[i] = __hfma2(s, __halves2half2(__low2half(x[i]), __high2half(r[i])), __floats2half2_rn(1.0f, -2.0f));
+        lo[i] = __hgt(__low2half(s), __hneg(__float2half(-1.5f))) ? __low2float(s) : -1.0f;
+    }
+}
+"""
+
+
+def test_half2_helpers_become_per_lane_half_arithmetic(tmp_path):
+    prog = parse_text(HALF2, "hip", "k.hip")
+    new, _ = loop_recovery.apply(prog, entry="k", launch={"grid": [1, 1, 1], "block": ["n", 1, 1]})
+    text = print_program(new)
+    for helper in ("__hadd2", "__hfma2", "__halves2half2", "__low2half", "__high2half", "__floats2half2_rn",
+                   "__low2float", "__hgt", "__hneg"):
+        assert helper not in text, helper
+    assert "(__half2){x[i].x + r[i].x, x[i].y + r[i].y}" in text.replace("tx", "i")
+    main = r"""
+int main(void) {
+    __half2 x[3], r[3], out[3]; float lo[3];
+    for (int i = 0; i < 3; ++i) { x[i].x = i; x[i].y = 0.5f * i; r[i].x = 1; r[i].y = -i; }
+    k(x, r, out, lo, 3);
+    for (int i = 0; i < 3; ++i) printf("%g %g %g\n", (double)out[i].x, (double)out[i].y, lo[i]);
+    return 0;
+}
+"""
+    got = [tuple(map(float, ln.split())) for ln in _run_c(text, main, tmp_path).split("\n") if ln]
+    for i, (ox, oy, lv) in enumerate(got):
+        sx, sy = i + 1.0, 0.5 * i - i                  # s = x + r
+        assert (ox, oy, lv) == (sx * i + 1.0, sy * -i - 2.0, sx if sx > 1.5 else -1.0)
+
+
+def test_half2_helper_with_side_effect_is_refused():
+    src = HALF2.replace("__hadd2(x[i], r[i])", "__hadd2(x[i++], r[i])")
+    prog = parse_text(src, "hip", "k.hip")
+    with pytest.raises(PassError) as ei:
+        loop_recovery.apply(prog, entry="k", launch={"grid": [1, 1, 1], "block": ["n", 1, 1]})
+    assert "__hadd2" in ei.value.why and "side effect" in ei.value.why
