@@ -9,7 +9,7 @@ from ..ir import nodes as N
 from ..ir.intrinsics import REGISTRY, canonical_name
 from .dialect import KIND_QUALS, SCOPE_QUALS, Prepared
 from .errors import XPError, fe_error
-from .cxx import AUTO, STD_PREFIX
+from .cxx import AUTO, CG_REDUCE, STD_PREFIX
 from .macros import macro_expr_ast
 
 SCALAR_NAMES = {
@@ -65,6 +65,8 @@ class Lowerer:
         self.scope: dict = {}         # name -> IR type of the variables in view (for auto, std::)
         self.globals: dict = {}
         self.func_ret: dict = {}      # function -> return type
+        self.pending: list = []       # helper functions made while lowering a function (lambdas, cg::reduce)
+        self.made: set = set()        # names of the helpers made so far
 
     # ------------------------------------------------------------------ helpers
     def loc(self, node):
@@ -113,7 +115,10 @@ class Lowerer:
             line, col = self._coord(ext if not isinstance(ext, c_ast.FuncDef) else ext.decl)
             items.extend(self.claim(line, col, top=True))
             try:
-                items.append(self.top_item(ext))
+                item = self.top_item(ext)
+                items.extend(self.pending)     # helpers the item needs go before it
+                self.pending = []
+                items.append(item)
             except XPError:
                 raise
             except RecursionError:
@@ -445,6 +450,41 @@ class Lowerer:
             return N.Intrinsic(key, args, loc=loc)
         return N.Call(key, args, loc=loc)
 
+    def _cg_reduce_helper(self, name, arg, node):
+        """The __device__ function a ``cg::reduce(tile, v, cg::plus<T>())`` call becomes: an
+        xor-butterfly over the tile's lanes, so every lane gets the result (as cg::reduce gives)."""
+        op, size = name[len(CG_REDUCE):].rsplit("_", 1)
+        size = int(size)
+        t = self._resolve(self.type_of(arg))
+        if not isinstance(t, N.Scalar) or t.dtype in ("void", "bool", "str"):
+            raise self.err("XP1102", node, construct="cooperative_groups reduce of a value whose type is not "
+                                                     "known here (declare it with a scalar type)")
+        t = t.with_(const=False, volatile=False) if hasattr(t, "volatile") else t.with_(const=False)
+        helper = f"cg_reduce_{op}_{t.spelling.replace(' ', '_')}_{size}"
+        if helper in self.made:
+            return helper
+        self.made.add(helper)
+        self.func_ret[helper] = t
+        v = N.Var("v")
+        mask = N.Const(0xffffffff, "uint32", "0xffffffffu")
+        stmts = []
+        off = size // 2
+        while off >= 1:
+            other = N.Intrinsic("__shfl_xor_sync", (mask, v, N.Const(off, "int32", str(off)),
+                                                     N.Const(size, "int32", str(size))))
+            if op == "add":
+                stmts.append(N.Assign(v, "+=", other))
+            else:
+                flt = t.dtype.startswith("float")
+                fn = {("max", True): "fmaxf" if t.dtype == "float32" else "fmax",
+                      ("min", True): "fminf" if t.dtype == "float32" else "fmin",
+                      ("max", False): "max", ("min", False): "min"}[(op, flt)]
+                stmts.append(N.Assign(v, "=", N.Intrinsic(fn, (v, other))))
+            off //= 2
+        stmts.append(N.Return(v))
+        self.pending.append(N.Func(helper, (N.Param("v", t),), t, N.Block(tuple(stmts)), "device", ("inline",)))
+        return helper
+
     def _ctor_decl(self, d):
         # the dialect layer wrote "name = __xp_ctor_T(" for a `T name(args)` declaration
         k = self.p.tok_index(d.coord.line, d.coord.column)
@@ -720,6 +760,8 @@ class Lowerer:
                 name = e.name.name
                 if name.startswith("__xp_ctor_"):
                     return N.Call(name[len("__xp_ctor_"):], args, loc=loc)
+                if name.startswith(CG_REDUCE) and len(args) == 1:
+                    return N.Call(self._cg_reduce_helper(name, args[0], e), args, loc=loc)
                 if name.startswith(STD_PREFIX):
                     if self.p.dialect == "c":   # C has no overloads: pick the spelling by type
                         return self.std_call(name[len(STD_PREFIX):], args, loc)
