@@ -70,6 +70,7 @@ from xpiler.ir.visit import outside_loops, rewrite, substitute, walk
 
 from .base import PassError
 from .expansion import _map_stmts, expand_vars, expanded_decl, init_as_stores
+from .lowering.common import TypeEnv
 
 NAME = "loop_recovery"
 
@@ -519,10 +520,33 @@ def _lower_half2(n, vec: N.Vector):
     return N.CompoundLit(vec, N.InitList(tuple(f(h, s, j) for j in range(2))), loc=n.loc)
 
 
-def _lower_intrinsics(stmts, owner: str, vec2: N.Vector | None = None):
+def _float_overload(n, env):
+    """C++ picks the float overload of ``exp``/``sqrt``/``abs``/... when every argument is a float;
+    C has one (double, or int for ``abs``) function per name, so the C spelling of such a call
+    is ``expf``/``sqrtf``/``fabsf``.  None when the call is not of that kind or a type is unknown."""
+    if env is None or not n.args:
+        return None
+    key = "fabsf" if n.name == "abs" else n.name + "f"
+    if key not in REGISTRY or REGISTRY[key].category != "math" or n.name.endswith("f"):
+        return None
+
+    def is_float(e):
+        if isinstance(e, N.Intrinsic):
+            d = REGISTRY.get(e.name)
+            return d is not None and d.category == "math" and e.name.endswith("f") and not e.name.startswith("__")
+        t = env.type_of(e)
+        return isinstance(t, N.Scalar) and t.dtype == "float32"
+
+    if all(is_float(a) for a in n.args):
+        return N.Intrinsic(key, n.args, loc=n.loc)
+    return None
+
+
+def _lower_intrinsics(stmts, owner: str, vec2: N.Vector | None = None, env=None):
     """C spellings of the CUDA/HIP math helpers; atomics as plain read-modify-write statements;
     refusal for what detensorize must lower first.  ``vec2``: the half2 type of the function
-    (the __half2 helpers become per-lane expressions of it)."""
+    (the __half2 helpers become per-lane expressions of it); ``env`` (a TypeEnv): the declared
+    types, to pick the float spelling of overloaded math calls."""
     vec2 = vec2 or _half2_type(N.Block(tuple(stmts)))
     for n in walk(stmts):
         if isinstance(n, N.Intrinsic):
@@ -572,6 +596,9 @@ def _lower_intrinsics(stmts, owner: str, vec2: N.Vector | None = None):
             return N.UnOp("*", a[0], loc=n.loc)
         if n.name in _RENAME:
             return N.Intrinsic(_RENAME[n.name], a, loc=n.loc)
+        fo = _float_overload(n, env)
+        if fo is not None:
+            return fo
         if n.name in ("__float2half", "__float2half_rn"):
             return N.Cast(N.Scalar("float16", "_Float16"), a[0], loc=n.loc)
         if n.name in ("__half2float", "__int2float_rn"):
@@ -868,9 +895,9 @@ class _Recovery:
                 return n if n.scope == "local" else n.with_(scope="local")
             return n
         fn = fn.with_(body=rewrite(fn.body, to_local))
-        body = _lower_intrinsics(fn.body.stmts, fn.name, _half2_type(fn))
-        helpers = [h.with_(body=N.Block(_lower_intrinsics(rewrite(h.body, to_local).stmts, h.name, _half2_type(h)),
-                                        loc=h.body.loc))
+        body = _lower_intrinsics(fn.body.stmts, fn.name, _half2_type(fn), TypeEnv.of(prog, fn))
+        helpers = [h.with_(body=N.Block(_lower_intrinsics(rewrite(h.body, to_local).stmts, h.name, _half2_type(h),
+                                                          TypeEnv.of(prog, h)), loc=h.body.loc))
                    for h in helpers]
 
         # BANG: a cluster/core split only when cluster memory or cluster barriers need it

@@ -74,3 +74,43 @@ def test_half2_helper_with_side_effect_is_refused():
     with pytest.raises(PassError) as ei:
         loop_recovery.apply(prog, entry="k", launch={"grid": [1, 1, 1], "block": ["n", 1, 1]})
     assert "__hadd2" in ei.value.why and "side effect" in ei.value.why
+
+
+# ------------------------------------------------------------ 2. float overloads of the math library
+OVERLOADS = """
+__global__ void exp(const float *x, float *y, double *z, int *w, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i] - 1.0f;
+        y[i] = exp(x[i]) + abs(v) + sqrt(exp(v));
+        z[i] = exp(z[i]) + sqrt(2.0);
+        w[i] = abs(w[i] - 3);
+    }
+}
+"""
+
+
+def test_float_overloads_get_their_c_spelling(tmp_path):
+    """C++ calls the float overload of exp/abs/sqrt for float arguments; C needs expf/fabsf/sqrtf
+    (abs(float) in C truncates to int; a kernel named `exp` cannot call C's `exp` at all)."""
+    prog = parse_text(OVERLOADS, "hip", "k.hip")
+    new, _ = loop_recovery.apply(prog, entry="exp", launch={"grid": [1, 1, 1], "block": ["n", 1, 1]})
+    text = print_program(new)
+    body = text.split("void exp(")[1]
+    assert "expf(x[i]) + fabsf(v) + sqrtf(expf(v))" in body.replace("tx", "i")
+    assert "exp(z[i]) + sqrt(2.0)" in body.replace("tx", "i")      # double stays double
+    assert "abs(w[i] - 3)" in body.replace("tx", "i")              # int abs stays
+    main = r"""
+int main(void) {
+    float x[2] = {0.5f, -1.25f}, y[2]; double z[2] = {0.0, 1.0}; int w[2] = {1, 7};
+    xp_k(x, y, z, w, 2);
+    printf("%.6f %.6f %.6f %.6f %d %d\n", y[0], y[1], z[0], z[1], w[0], w[1]);
+    return 0;
+}
+"""
+    got = _run_c("#include <stdlib.h>\n" + text.replace("void exp(", "void xp_k("), main, tmp_path).split()
+    import math
+    want = [math.exp(0.5) + 0.5 + math.sqrt(math.exp(-0.5)), math.exp(-1.25) + 2.25 + math.sqrt(math.exp(-2.25)),
+            1.0 + math.sqrt(2.0), math.e + math.sqrt(2.0)]
+    assert [float(g) for g in got[:4]] == pytest.approx(want, rel=1e-5)
+    assert got[4:] == ["2", "4"]
