@@ -176,6 +176,10 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         prog = parse_file(src, spec.dialect)
         from xpiler.passes.inline_helpers import prepare_source
         prog = prepare_source(prog, spec.entry)   # as the driver does before the first pass
+        # launch sizes added as parameters, as the driver adds them (xpiler/migration/launch_sizes.py);
+        # kspec is the spec of every migrated program, spec the source's own
+        from .migration.launch_sizes import augment, host_size_values
+        prog, kspec, added_sizes = augment(prog, spec, target, text)
         params = [p.name for p in prog.func(spec.entry).params]
     except KeyError:
         raise XPError("XP4010", key="spec", file=log_path,
@@ -206,9 +210,9 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                                   got=_h(pre_text))
                 call = dict(ev["params"])
                 if ev["name"] == "loop_recovery":
-                    call.setdefault("launch", _launch_to_params(spec.launch, spec, params))
+                    call.setdefault("launch", _launch_to_params(kspec.launch, kspec, params))
                 if ev["name"] == "binding":
-                    call.setdefault("instances", _instance_params(spec, params))
+                    call.setdefault("instances", _instance_params(kspec, params))
                 if ev.get("proposer", "symbolic") != "symbolic":
                     # an LLM-proposed program: the log holds its text (the answer the model gave)
                     from .frontend import parse_text
@@ -260,10 +264,11 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         try:
             from .migration.host import attach_host, migrate_host
             fprog, _, flaunch = final
-            hl = flaunch if flaunch != dict(spec.launch) else _launch_to_params(spec.launch, spec, params)
+            hl = flaunch if flaunch != dict(spec.launch) else _launch_to_params(kspec.launch, kspec, params)
             kparams = [p.name for p in fprog.func(spec.entry).params]
             funcs = migrate_host(source_state[0], target, spec.entry, hl, kparams, spec=spec,
-                                 source_entry=spec.entry, diagnostics=[])
+                                 source_entry=spec.entry, diagnostics=[],
+                                 size_args=host_size_values(spec, added_sizes))
             expected = print_program(attach_host(fprog, funcs, target), target) if funcs else expected
         except XPError as e:
             raise XPError("XP4009", seq=host_ev["seq"], what="host launcher", why=f"{e.code}: {e.message}",
@@ -324,7 +329,7 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         with tempfile.TemporaryDirectory(prefix="xpiler-reverify-") as tmp:
             path = Path(tmp) / f"replayed{DIALECT_EXT[prog.dialect]}"
             path.write_text(cur_text)
-            cspec = spec.with_dialect(prog.dialect, spec.entry, _launch_to_spec(launch, spec, params))
+            cspec = kspec.with_dialect(prog.dialect, spec.entry, _launch_to_spec(launch, kspec, params))
             cspec.path = path.with_name(path.name + ".toml")
             if spec.reference and spec_file is not None:
                 f, fn = spec.reference.split(":")

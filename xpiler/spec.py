@@ -39,7 +39,8 @@ BANG_TASKS_MAX = 65536
 _TOP_KEYS = {"entry", "dialect", "sizes", "shapes", "launch", "args", "reference", "tolerance", "name", "description",
              "notes", "variant", "op", "test"}
 _TEST_KEYS = {"derive_boundaries", "constraints"}   # [test]: docs/spec.md, xpiler/verify/boundaries.py
-_ARG_KEYS = {"name", "dtype", "shape", "role", "value", "range", "integral", "permutation_axis", "description"}
+_ARG_KEYS = {"name", "dtype", "shape", "role", "value", "range", "integral", "permutation_axis", "in_reference",
+             "description"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class ArgSpec:
     integral: bool = False
     permutation_axis: int | None = None
     line: int | None = None
+    #: passed to the Python reference (false: a scalar the kernel takes but the reference does
+    #: not, e.g. a launch size a migration added as a parameter; xpiler/migration/launch_sizes.py)
+    in_reference: bool = True
 
     @property
     def is_array(self) -> bool:
@@ -501,10 +505,15 @@ def parse_spec(text: str, path: Path | None = None) -> Spec:
             errors.append(XPError("XP1022", arg=name, key="permutation_axis", value=pax, file=f,
                                   line=_find_line(text, "permutation_axis", "args", i)))
             pax = None
+        in_ref = a.get("in_reference", True)
+        if not isinstance(in_ref, bool):
+            errors.append(XPError("XP1022", arg=name, key="in_reference", value=in_ref, file=f,
+                                  line=_find_line(text, "in_reference", "args", i)))
+            in_ref = True
         args.append(ArgSpec(name=name, dtype=dtype or "float32", role=role or "in",
                             shape=tuple(shape) if shape else None, value=value,
                             range=tuple(rng) if rng else None, integral=bool(a.get("integral", False)),
-                            permutation_axis=pax, line=line))
+                            permutation_axis=pax, line=line, in_reference=in_ref))
 
     launch = raw.get("launch", {}) or {}
     if dialect in ("cuda", "hip"):
@@ -659,6 +668,8 @@ def spec_to_toml(spec: Spec) -> str:
             lines.append("integral = true")
         if a.permutation_axis is not None:
             lines.append(f"permutation_axis = {a.permutation_axis}")
+        if not a.in_reference:
+            lines.append("in_reference = false")
     if spec.reference:
         lines += ["", "[reference]", f"python = {q(spec.reference)}"]
     if spec.tolerance:

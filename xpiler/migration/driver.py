@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -201,25 +201,31 @@ def _rel(p: Path) -> str | None:
 
 
 def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: list[str], out: Path, src: Path,
-               seeds, jobs: int, log, diags: list, timeout: float = 120.0) -> str:
+               seeds, jobs: int, log, diags: list, timeout: float = 120.0, *, kspec: Spec | None = None,
+               size_args=()) -> str:
     """Add the migrated host launcher to the verified kernel when it verifies too (host test
     mode: a main calls the launcher with host arrays); otherwise keep the kernel alone and say
-    why. Returns the text written to ``out``."""
+    why. Returns the text written to ``out``. ``kspec``/``size_args``: the spec with the launch
+    sizes added as kernel parameters and where the source launch has them (launch_sizes.py);
+    the launcher keeps the source launcher's parameters, so it is tested with ``ospec`` less
+    those added arguments."""
     from ..printers import print_program
     from .host import attach_host, migrate_host, test_host_launcher
     kernel_text = stage.text
     try:
-        launch = stage.launch if stage.launch != dict(sspec.launch) else _launch_to_params(sspec.launch, sspec, params)
+        kspec = kspec or sspec
+        launch = stage.launch if stage.launch != dict(sspec.launch) else _launch_to_params(kspec.launch, kspec, params)
         host_diags: list = []
         kparams = [p.name for p in stage.program.func(stage.entry).params]
         funcs = migrate_host(prog, to, stage.entry, launch, kparams, spec=sspec, source_entry=sspec.entry,
-                             diagnostics=host_diags)
+                             diagnostics=host_diags, size_args=size_args)
         if not funcs:
             return kernel_text
         full = attach_host(stage.program, funcs, to)
         text = print_program(full, to)
         out.write_text(text)
-        v = test_host_launcher(out, ospec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs,
+        hspec = replace(ospec, args=ospec.args[:len(sspec.args)]) if size_args else ospec
+        v = test_host_launcher(out, hspec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs,
                                timeout=timeout)
         log.event("test", stage="host_launcher", program_hash=hashlib.sha256(text.encode()).hexdigest()[:16],
                   dialect=to, substrate=v.substrate, instances=v.instances, seeds=list(v.seeds), verified=v.verified,
@@ -439,6 +445,11 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     say(f"testing the source {src.name}")
     src_verdict = check_source(src, sspec, seeds, jobs, timeout, deadline)
     run_limit = run_limit_from(src_verdict.max_run_s, timeout)
+    # launch sizes no kernel parameter carries, for a target that needs them as values: added as
+    # last int parameters of the entry; kspec (sspec plus their scalar arguments) is the spec of
+    # every candidate, sspec stays the source's own (xpiler/migration/launch_sizes.py)
+    from .launch_sizes import augment as _augment_sizes, describe as _describe_sizes, host_size_values
+    prog, kspec, added_sizes = _augment_sizes(prog, sspec, to, src_text)
     work = od.scratch()   # scratch outside the output folder, removed with od
     log = ProvenanceLog(od.claim("provenance.jsonl"), {
         "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
@@ -458,6 +469,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     stage.text = _printer(stage.dialect)(prog)
     stage_texts = {stage.hash: stage.text}
     log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
+    if added_sizes:
+        log.event("note", what="launch_sizes", added=[{"param": a["param"], "size": a["size"]} for a in added_sizes])
     log.event("test", stage="source", program_hash=stage.hash, dialect=sspec.dialect, substrate=src_verdict.substrate,
               instances=src_verdict.instances, seeds=list(src_verdict.seeds), verified=src_verdict.verified,
               max_abs_error=src_verdict.max_abs_error, max_rel_error=src_verdict.max_rel_error,
@@ -481,7 +494,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       failures=[f.to_json() for f in v.failures])
             return v, path
         path.write_text(st.text)
-        cand_spec = sspec.with_dialect(st.dialect, st.entry, _launch_to_spec(st.launch, sspec, params))
+        cand_spec = kspec.with_dialect(st.dialect, st.entry, _launch_to_spec(st.launch, kspec, params))
         cand_spec.path = path.with_name(path.name + ".toml")
         cand_spec.path.write_text(spec_to_toml(cand_spec))
         if sspec.reference and sspec.path is not None:
@@ -538,10 +551,10 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         call_params = dict(pparams)
         if pname == "loop_recovery":
             # gridDim/blockDim/taskDim of the source launch, over the kernel's parameter names
-            call_params.setdefault("launch", _launch_to_params(sspec.launch, sspec, params))
+            call_params.setdefault("launch", _launch_to_params(kspec.launch, kspec, params))
         if pname == "binding":
             # the sizes the migration is verified on (run-time sized local arrays, passes/runtime_arrays.py)
-            call_params.setdefault("instances", _instance_params(sspec, params))
+            call_params.setdefault("instances", _instance_params(kspec, params))
         res = mod.apply(cur.program, entry=cur.entry, **call_params)
         new_prog, launch = (res if isinstance(res, tuple) else (res, cur.launch))
         new = Stage(new_prog, new_prog.dialect, cur.entry, dict(launch), cur.steps)
@@ -628,7 +641,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 from ..frontend import parse_text
                 from ..proposers.protocol import PassContext
                 out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
-                ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=sspec,
+                ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=kspec,
                                   params=dict(pparams), parse=lambda t, d: parse_text(t, d), seed=seed)
                 try:
                     llm_cands = policy.llm.propose(pname, stage.text, out_dialect, ctx) if policy.llm else []
@@ -673,7 +686,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                     new.steps = stage.steps + (step,)
                     steps.append(step)
                     if pname == "binding" and to in ("cuda", "hip") and who == "symbolic":
-                        diags.extend(_runtime_array_notes(stage, to, sspec, params))
+                        diags.extend(_runtime_array_notes(stage, to, kspec, params))
                     stage, verdict = new, v
                     if stage.dialect == to:
                         verified_stage = stage
@@ -698,11 +711,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
 
         k_base += len(plan)
 
+    if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
+        diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
                              diagnostics=diags, stage_texts=stage_texts)
     if verified_stage is not None and verified_stage.dialect == to:
         out = od.write_text(out_name, verified_stage.text)
-        ospec = sspec.with_dialect(to, verified_stage.entry, _launch_to_spec(verified_stage.launch, sspec, params))
+        ospec = kspec.with_dialect(to, verified_stage.entry, _launch_to_spec(verified_stage.launch, kspec, params))
         if sspec.reference and sspec.path is not None:
             ref_file, fn = sspec.reference.rsplit(":", 1)
             od.copy(sspec.path.parent / ref_file, Path(ref_file).name)
@@ -715,6 +730,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         elif to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
             say("migrating the host launcher")
             final_text = _with_host(prog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
+                                    kspec=kspec, size_args=host_size_values(sspec, added_sizes),
                                     timeout=min(run_limit, max(0.1, deadline - time.time())))
         result.verified, result.code, result.output_path = True, final_text, out
         result.spec_path = outdir / (out_name + ".toml")
@@ -734,7 +750,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         diags.append(XPError("XP4004", target=to, entry=sspec.entry))
         cand, cverdict = best_failing if best_failing else (stage, verdict)
         unv = od.write_text(f"{stem}.unverified{DIALECT_EXT[cand.dialect]}", cand.text)
-        uspec = sspec.with_dialect(cand.dialect, cand.entry, _launch_to_spec(cand.launch, sspec, params))
+        uspec = kspec.with_dialect(cand.dialect, cand.entry, _launch_to_spec(cand.launch, kspec, params))
         if sspec.reference and sspec.path is not None:
             ref_file, fn = sspec.reference.rsplit(":", 1)
             od.copy(sspec.path.parent / ref_file, Path(ref_file).name)

@@ -433,10 +433,73 @@ def drop_old_config(stmts: tuple) -> tuple:
     return tuple(s for i, s in enumerate(stmts) if i not in cand)
 
 
+# ------------------------------------------------------------- sizes added as parameters
+def _config_component(e, axis: int, decls: dict, member_sets: dict):
+    """Component ``axis`` (0 = x) of a launch configuration expression of the source launch: a
+    ``dim3(...)`` call, a ``dim3``/``cnrtDim3_t`` variable declared in the launcher (constructor,
+    ``= dim3(...)``, ``= {x, y, z}``, or ``v.x = ...`` assignments), or a plain integer
+    expression (axis 0 only). None when it cannot be read off."""
+    if isinstance(e, N.Call) and e.func == "dim3":
+        return e.args[axis] if axis < len(e.args) else N.Const(1, "int32", "1")
+    if isinstance(e, N.InitList):
+        return e.items[axis] if axis < len(e.items) else None
+    if isinstance(e, N.Var) and e.name in decls:
+        field = "xyz"[axis]
+        sets = member_sets.get((e.name, field), [])
+        if len(sets) == 1:
+            return sets[0]
+        if sets:
+            return None
+        d = decls[e.name]
+        if d.init is None:
+            return None
+        return _config_component(d.init, axis, {}, {})
+    if axis == 0 and not (isinstance(e, N.Var) and e.name in decls
+                          and isinstance(decls[e.name].type, N.Named) and decls[e.name].type.name in _CONFIG_TYPES):
+        return e
+    return None
+
+
+def _with_size_args(h: N.Func, kernel: str, size_args, macros: set) -> N.Func:
+    """``h`` with the value of every size in ``size_args`` (``(size, key, axis)`` from
+    ``launch_sizes.host_size_values``) appended to the arguments of each launch of ``kernel``:
+    the source launch's own grid/block/dim component when the spec's launch component is that
+    size, else the source's macro of that name. XP9001 when neither is there (the driver then
+    keeps the kernel without its launcher, XP4003)."""
+    if not size_args:
+        return h
+    decls = {n.name: n for n in walk(h.body) if isinstance(n, N.Decl)}
+    member_sets: dict = {}
+    for n in walk(h.body):
+        if isinstance(n, N.Assign) and isinstance(n.target, N.Member) and isinstance(n.target.base, N.Var) \
+                and n.target.field in ("x", "y", "z") and n.op == "=":
+            member_sets.setdefault((n.target.base.name, n.target.field), []).append(n.value)
+
+    def fn(n):
+        if not (isinstance(n, N.Launch) and n.kernel == kernel):
+            return n
+        extra = []
+        for size, key, axis in size_args:
+            val = None
+            if key in ("grid", "dim"):
+                val = _config_component(n.grid, axis, decls, member_sets)
+            elif key == "block":
+                val = _config_component(n.block, axis, decls, member_sets)
+            if val is None and size in macros:
+                val = N.Var(size)
+            if val is None:
+                raise XPError("XP9001", detail=f"the launch of {kernel} gives no value for the size '{size}' the "
+                                               f"migrated kernel takes as a parameter (the spec's launch does not "
+                                               f"have it as a whole grid/block/dim entry, and it is not a macro)")
+            extra.append(val)
+        return n.with_(args=tuple(n.args) + tuple(extra))
+    return h.with_(body=rewrite(h.body, fn))
+
+
 # ----------------------------------------------------------------------------------- API
 def migrate_host_ex(source_program: N.Program, target_dialect: str, kernel_entry: str, launch: dict,
-                    kernel_params: list[str], *, spec=None, source_entry: str | None = None
-                    ) -> tuple[list[N.Func], list[XPError]]:
+                    kernel_params: list[str], *, spec=None, source_entry: str | None = None,
+                    size_args=()) -> tuple[list[N.Func], list[XPError]]:
     """``migrate_host`` returning ``(functions, XP4101 warnings)``."""
     src = source_program.dialect
     hosts = [f for f in source_program.funcs if f.kind == "host" and f.body is not None and f.name != "main"
@@ -454,7 +517,9 @@ def migrate_host_ex(source_program: N.Program, target_dialect: str, kernel_entry
                               source_entry=source_entry)
         return ([f] if f is not None else []), []
     out, diags = [], []
+    macros = {m.name for m in source_program.macros if m.params is None}
     for h in hosts:
+        h = _with_size_args(h, source_entry, size_args, macros)
         tr = _HostTranslator(src, target_dialect, source_program.file, source_entry, kernel_entry, launch,
                              kernel_params)
         tr.taken = {n.name for n in walk(h) if isinstance(n, (N.Var, N.Decl, N.Param))}
@@ -485,14 +550,15 @@ def _unscope(t):
 
 def migrate_host(source_program: N.Program, target_dialect: str, kernel_entry: str, launch: dict,
                  kernel_params: list[str], *, spec=None, source_entry: str | None = None,
-                 diagnostics: list | None = None) -> list[N.Func]:
+                 diagnostics: list | None = None, size_args=()) -> list[N.Func]:
     """The host functions of ``source_program`` translated to ``target_dialect`` (see the module
     docstring).  ``launch`` is the final kernel's launch table over KERNEL PARAMETER NAMES;
     ``kernel_params`` the final kernel's parameter names in order.  XP4101 warnings are appended
     to ``diagnostics`` when given.  A c source needs ``spec`` (roles and shapes) to get a
-    generated launcher."""
+    generated launcher. ``size_args`` (``launch_sizes.host_size_values``): the sizes the migrated
+    kernel takes as added last parameters; each launch passes them from its own configuration."""
     funcs, diags = migrate_host_ex(source_program, target_dialect, kernel_entry, launch, kernel_params,
-                                   spec=spec, source_entry=source_entry)
+                                   spec=spec, source_entry=source_entry, size_args=size_args)
     if diagnostics is not None:
         diagnostics.extend(diags)
     return funcs

@@ -62,9 +62,12 @@ def _raising_line(e: BaseException, path: Path | None) -> int | None:
 
 def reference_args(spec: Spec, inst: Instance, arrays: dict[str, np.ndarray]) -> list:
     """The reference function's arguments: copies of the in/inout arrays (bfloat16 widened to
-    float32) and the instance's scalars, in the spec's argument order."""
+    float32) and the instance's scalars, in the spec's argument order. Arguments with
+    ``in_reference = false`` are the kernel's only (a launch size a migration added)."""
     args = []
     for a in spec.args:
+        if not a.in_reference:
+            continue
         if a.role in ("in", "inout"):
             arr = arrays[a.name]
             args.append(bf16_to_f32(arr) if a.dtype == "bfloat16" else arr.copy())
