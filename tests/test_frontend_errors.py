@@ -16,7 +16,7 @@ CASES = [
     # (name, dialect, source, code, line, construct word expected in the message)
     ("template", "cuda", "template <typename T>\n__global__ void k(T* a) {}\n", "XP1103", 1, "template"),
     ("class", "cuda", "int x;\nclass Foo { int a; };\n", "XP1102", 2, "class"),
-    ("lambda", "cuda", "void h() {\n  auto f = [=](int x) { return x; };\n}\n", "XP1102", 2, "auto"),
+    ("lambda", "cuda", "void h() {\n  auto f = [=](int x) { return x; };\n}\n", "XP1142", 2, "by value"),
     ("lambda_nocapture", "hip", "void h(int* p) {\n  g([](int x) { return x; });\n}\n", "XP1104", 2, "lambda"),
     ("throw", "c", "void f(int n) {\n  if (n < 0) throw 1;\n}\n", "XP1102", 2, "exception"),
     ("try", "cuda", "void f() {\n  try { g(); } catch (...) {}\n}\n", "XP1102", 2, "exception"),

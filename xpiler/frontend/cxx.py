@@ -24,6 +24,7 @@ import re
 
 AUTO = "__xp_auto"
 STD_PREFIX = "__xpstd_"
+LAMBDA = "__xp_lambda_"          # `auto f = [&](..) {..};` -> `RET __xp_lambda_f(..); {..};` (lower.py lifts it)
 CG_REDUCE = "__xp_cg_reduce_"     # __xp_cg_reduce_<add|max|min>_<tile size>(v): lower.py writes the helper
 
 
@@ -82,6 +83,7 @@ def rewrite_cxx(layer) -> None:
     _coop_groups(layer, T)
     _templates(layer, T)
     _namespaces(layer, T)
+    _lambdas(layer, T)
     _references(layer, T)
     _auto_and_std(layer, T)
 
@@ -777,3 +779,77 @@ def _coop_groups(layer, T):
                       "are mapped; a group passed to a helper is not)")
         if not t.done and t.kind == "id" and t.text in names and T.text(i + 1) == "::":
             refuse(t, f"{T.text(i + 2)}")
+
+
+# ------------------------------------------------------------------------------ lambdas
+def _lambdas(layer, T):
+    """``auto f = [captures](params) -> R { body };`` inside a function, with no capture or
+    captures by reference, becomes ``R __xp_lambda_f(params); { body };``: a block-scope
+    prototype followed by the body, which lower.py lifts to a helper function (captured
+    variables become extra parameters) and whose calls it rewrites. Other lambdas are refused
+    (XP1142, or XP1104 where a lambda is not bound to a name)."""
+    S = T.S
+    depth = 0
+    for i, t in enumerate(S):
+        if t.kind == "punct" and t.text == "{" and t.out != "":
+            depth += 1
+        elif t.kind == "punct" and t.text == "}" and t.out != "":
+            depth -= 1
+        if not (t.kind == "id" and t.text == "auto" and not t.done and T.kind(i + 1) == "id"
+                and T.text(i + 2) == "=" and T.text(i + 3) == "["):
+            continue
+        name = T.text(i + 1)
+
+        def no(detail, tok=t):
+            raise layer.err("XP1142", tok, name=name, detail=detail)
+
+        if depth <= 0:
+            no("it is at file scope; write a function instead")
+        rb = T.match(i + 3, "[", "]")
+        caps = [" ".join(T.text(j) for j in range(a, b + 1)) for a, b in _split_params(T, i + 3, rb)]
+        for c in caps:
+            if c == "&" or re.fullmatch(r"& [A-Za-z_]\w*", c):
+                continue
+            no(f"it captures '{c}' by value (only [], [&] and [&name, ...] lambdas are lifted); capture by "
+               "reference or pass the value as a parameter")
+        lp = rb + 1
+        if T.text(lp) != "(":
+            no("a lambda without a parameter list")
+        rp = T.match(lp, "(", ")")
+        for a, b in _split_params(T, lp, rp):
+            words = [T.text(j) for j in range(a, b + 1)]
+            if "auto" in words:
+                no("a generic lambda (an 'auto' parameter) has no single type to lift to")
+            amp = [j for j in range(a, b + 1) if T.text(j) in ("&", "&&") and S[j].kind == "punct"]
+            if amp:
+                if T.text(amp[0]) == "&" and "const" in words[:amp[0] - a]:
+                    T.set(amp[0], "")        # read-only: by value
+                else:
+                    no(f"parameter '{words[-1]}' is a non-const reference; pass a pointer", S[amp[0]])
+        k = rp + 1
+        ret = None
+        while T.text(k) in ("mutable", "noexcept", "constexpr"):
+            if T.text(k) == "mutable":
+                no("a mutable lambda (it changes copies of what it captures)", S[k])
+            T.set(k, "")
+            k += 1
+        if T.text(k) == "->":
+            r0 = k + 1
+            while k < len(S) and T.text(k) != "{":
+                k += 1
+            ret = " ".join(T.text(j) for j in range(r0, k))
+            T.blank(rp + 1, k - 1)
+        if T.text(k) != "{":
+            no("no body after the parameter list")
+        close = T.match(k, "{", "}")
+        if T.text(close + 1) != ";":
+            no("a lambda called or used where it is written (only `auto f = [..](..) {..};` then f(..) is read)")
+        if re.search(r"\[\s*[&=]?\s*\]\s*\(", " ".join(T.text(j) for j in range(k, close))):
+            no("a lambda inside a lambda")
+        if ret is None:
+            layer.user_types.add(AUTO)
+        T.set(i, ret or AUTO)
+        T.set(i + 1, LAMBDA + name)
+        T.blank(i + 2, rb)
+        S[rp].out = ");"
+        S[rp].done = True

@@ -9,7 +9,7 @@ from ..ir import nodes as N
 from ..ir.intrinsics import REGISTRY, canonical_name
 from .dialect import KIND_QUALS, SCOPE_QUALS, Prepared
 from .errors import XPError, fe_error
-from .cxx import AUTO, CG_REDUCE, STD_PREFIX
+from .cxx import AUTO, CG_REDUCE, LAMBDA, STD_PREFIX
 from .macros import macro_expr_ast
 
 SCALAR_NAMES = {
@@ -67,6 +67,9 @@ class Lowerer:
         self.func_ret: dict = {}      # function -> return type
         self.pending: list = []       # helper functions made while lowering a function (lambdas, cg::reduce)
         self.made: set = set()        # names of the helpers made so far
+        self.lambdas: dict = {}       # lambda name -> {"helper", "caps": [(name, by pointer)], "shadowed"}
+        self.in_lambda = False
+        self.cur_func = None
 
     # ------------------------------------------------------------------ helpers
     def loc(self, node):
@@ -224,6 +227,8 @@ class Lowerer:
         self.ctx_func = kind
         if body is not None:
             self.scope = dict(self.globals)
+            self.lambdas = {}
+            self.cur_func = d.name
         if fdecl.args is not None:
             for pd in fdecl.args.params:
                 if isinstance(pd, c_ast.ID):
@@ -340,6 +345,8 @@ class Lowerer:
         if _is_auto(ty):
             ty = self._auto_type(d, ty, init)
         (self.globals if top else self.scope)[d.name] = ty
+        if not top:
+            self._declared(d.name)
         return N.Decl(d.name, ty, init, scope, tuple(storage), tuple(attrs), ctor, loc=self.loc(d))
 
     # ------------------------------------------------------------------ auto and std:: (C++ sources)
@@ -450,6 +457,103 @@ class Lowerer:
             return N.Intrinsic(key, args, loc=loc)
         return N.Call(key, args, loc=loc)
 
+    # ------------------------------------------------------------------ lambdas (C++ sources)
+    def _declared(self, name):
+        for lam in self.lambdas.values():
+            if name in dict(lam["caps"]):
+                lam["shadowed"].add(name)
+
+    def _lambda(self, decl, comp):
+        """Lift ``auto f = [&](params) { body };`` (prepared by cxx.py as a prototype and a block)
+        to a helper function before the enclosing one. Variables of the enclosing function that
+        the body uses become extra parameters: by value when the body only reads them, by pointer
+        (uses written ``(*x)``) when it assigns them or takes their address."""
+        from ..ir.visit import rewrite, walk
+        name = decl.name[len(LAMBDA):]
+        if self.in_lambda:
+            raise self.err("XP1142", decl, name=name, detail="a lambda inside a lambda")
+        outer = dict(self.scope)
+        local = {k for k, v in outer.items() if k not in self.globals or self.globals[k] is not v}
+        fdecl = decl.type
+        params = []
+        for pd in (fdecl.args.params if fdecl.args is not None else ()):
+            if isinstance(pd, (c_ast.EllipsisParam, c_ast.ID)):
+                raise self.err("XP1142", decl, name=name, detail="a parameter without a type")
+            t = self.type(pd.type)
+            if isinstance(pd, c_ast.Typename) or not pd.name:
+                if isinstance(t, N.Scalar) and t.dtype == "void":
+                    continue
+                raise self.err("XP1142", decl, name=name, detail="a parameter without a name")
+            params.append(N.Param(pd.name, t, loc=self.loc(pd)))
+            self.scope[pd.name] = t
+        ret = self.type(fdecl.type)
+        self.in_lambda = True
+        try:
+            body = self.block(comp)
+            if _is_auto(ret):
+                rets = [n for n in walk(body) if isinstance(n, N.Return)]
+                vals = [r.value for r in rets if r.value is not None]
+                ret = self._resolve(self.type_of(vals[0])) if vals else N.Scalar("void", "void")
+                if ret is None:
+                    raise self.err("XP1142", decl, name=name, detail="its return type cannot be told from its "
+                                                                     "return statement; write -> T")
+                if isinstance(ret, (N.Scalar, N.Named, N.Vector)):
+                    ret = ret.with_(const=False)
+        finally:
+            self.in_lambda = False
+            self.scope = outer
+        inner = {p.name for p in params} | {n.name for n in walk(body) if isinstance(n, N.Decl)} | \
+            {n.var for n in walk(body) if isinstance(n, N.For)}
+        caps = []
+        for n in walk(body):
+            if isinstance(n, N.Var) and n.name in local and n.name not in inner and n.name not in dict(caps):
+                caps.append((n.name, False))
+
+        def root(x):
+            while isinstance(x, N.Member) and not x.arrow:
+                x = x.base
+            return x.name if isinstance(x, N.Var) else None
+
+        written = set()
+        for n in walk(body):
+            if isinstance(n, (N.Assign, N.AssignExpr)):
+                written.add(root(n.target))
+            elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&"):
+                written.add(root(n.operand))
+        extra = []
+        for i, (c, _) in enumerate(caps):
+            t = outer.get(c)
+            if t is None:
+                raise self.err("XP1142", decl, name=name, detail=f"the type of the captured '{c}' is not known here")
+            by_ptr = c in written and not isinstance(self._resolve(t), N.Array)
+            caps[i] = (c, by_ptr)
+            extra.append(N.Param(c, N.Pointer(t) if by_ptr else t))
+        ptr = {c for c, b in caps if b}
+        if ptr:
+            body = rewrite(body, lambda n: N.UnOp("*", N.Var(n.name), loc=n.loc)
+                           if isinstance(n, N.Var) and n.name in ptr else n)
+        helper = f"{self.cur_func}_{name}" if self.cur_func else name
+        while helper in self.made or helper in self.func_ret:
+            helper += "_"
+        self.made.add(helper)
+        self.func_ret[helper] = ret
+        if self.p.dialect == "c" or self.ctx_func == "host":
+            kind, attrs = ("device" if self.p.dialect == "c" else "host"), ("static",)
+        else:
+            kind, attrs = "device", ()
+        self.pending.append(N.Func(helper, tuple(params) + tuple(extra), ret, body, kind, attrs, loc=self.loc(decl)))
+        self.lambdas[name] = {"helper": helper, "caps": caps, "shadowed": set()}
+
+    def _lambda_call(self, name, args, node, loc):
+        lam = self.lambdas[name]
+        extra = []
+        for c, by_ptr in lam["caps"]:
+            if c in lam["shadowed"]:
+                raise self.err("XP1142", node, name=name, detail=f"it captures '{c}', which is declared again "
+                                                                 "between the lambda and this call; rename one")
+            extra.append(N.UnOp("&", N.Var(c)) if by_ptr else N.Var(c))
+        return N.Call(lam["helper"], tuple(args) + tuple(extra), loc=loc)
+
     def _cg_reduce_helper(self, name, arg, node):
         """The __device__ function a ``cg::reduce(tile, v, cg::plus<T>())`` call becomes: an
         xor-butterfly over the tile's lanes, so every lane gets the result (as cg::reduce gives)."""
@@ -495,7 +599,19 @@ class Lowerer:
         stmts = []
         items = list(comp.block_items or [])
         pend = []
-        for it in items:
+        skip = None
+        for k, it in enumerate(items):
+            if it is skip:
+                continue
+            if isinstance(it, c_ast.Decl) and isinstance(it.type, c_ast.FuncDecl) and \
+                    (it.name or "").startswith(LAMBDA):
+                body = items[k + 1] if k + 1 < len(items) else None
+                if not isinstance(body, c_ast.Compound):   # pragma: no cover - cxx.py writes the pair
+                    raise self.err("XP1142", it, name=it.name[len(LAMBDA):], detail="no body")
+                stmts.extend(self.claim(*self._coord(it)))
+                self._lambda(it, body)
+                skip = body
+                continue
             line, col = self._coord(it)
             claimed = self.claim(line, col)
             if claimed and pend:
@@ -642,6 +758,17 @@ class Lowerer:
 
     def for_(self, s):
         loc = self.loc(s)
+        if isinstance(s.init, c_ast.DeclList):    # the loop variables are in view in the body
+            for d in s.init.decls:
+                try:
+                    t = self.type(d.type)
+                    if _is_auto(t):
+                        t = self._auto_type(d, t, self.expr(d.init)) if d.init is not None else None
+                except XPError:
+                    t = None
+                if t is not None:
+                    self.scope[d.name] = t
+                self._declared(d.name)
         body = self.body(s.stmt)
         canon = self._canonical(s, body)
         if canon is not None:
@@ -737,6 +864,9 @@ class Lowerer:
                 return N.Builtin(n, loc=loc)
             if n.startswith("__xpw_"):
                 return N.Var("wmma::" + n[6:], loc=loc)
+            if n in self.lambdas:
+                raise self.err("XP1142", e, name=n, detail="it is used other than by a call (passed or copied); "
+                                                           "only calls f(...) are rewritten")
             return N.Var(n, loc=loc)
         if isinstance(e, c_ast.BinaryOp):
             return N.BinOp(e.op, self.expr(e.left), self.expr(e.right), loc=loc)
@@ -760,6 +890,8 @@ class Lowerer:
                 name = e.name.name
                 if name.startswith("__xp_ctor_"):
                     return N.Call(name[len("__xp_ctor_"):], args, loc=loc)
+                if name in self.lambdas:
+                    return self._lambda_call(name, args, e, loc)
                 if name.startswith(CG_REDUCE) and len(args) == 1:
                     return N.Call(self._cg_reduce_helper(name, args[0], e), args, loc=loc)
                 if name.startswith(STD_PREFIX):
