@@ -114,3 +114,57 @@ int main(void) {
             1.0 + math.sqrt(2.0), math.e + math.sqrt(2.0)]
     assert [float(g) for g in got[:4]] == pytest.approx(want, rel=1e-5)
     assert got[4:] == ["2", "4"]
+
+
+# ------------------------------------------------------------ 3. AVX-512 mask-register intrinsics
+MASKS = """
+#include <immintrin.h>
+void k(const float* x, float* y, unsigned short* ms, int n) {
+    for (int i = 0; i < n; i += 16) {
+        int left = n - i < 16 ? n - i : 16;
+        __mmask16 m = _cvtu32_mask16((1u << left) - 1u);
+        __mmask16 odd = _kand_mask16(m, _cvtu32_mask16(0xAAAAu));
+        __mmask16 even = _kandn_mask16(odd, m);
+        _store_mask16(&ms[i / 16], _knot_mask16(even));
+        __mmask16 back = _load_mask16(&ms[i / 16]);
+        float bias = (float)_cvtmask16_u32(back) + (float)_mm512_kortestz(odd, _mm512_kxor(odd, odd))
+                     + 2.0f * (float)_mm512_kortestz(_kand_mask16(odd, 1), _mm512_kxor(odd, odd));
+        __m512 v = _mm512_maskz_loadu_ps(odd, x + i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(v, _mm512_set1_ps(bias)));
+    }
+}
+"""
+
+
+def test_mask_register_intrinsics_become_unsigned_arithmetic(tmp_path):
+    """`_cvtu32_mask16((1u << k) - 1u)` (the first k lanes) and the other mask-register
+    operations lower to uint16_t arithmetic that the masked loads/stores then test bit by bit."""
+    from xpiler.passes import detensorize
+    low = detensorize.apply(parse_text(MASKS, "c", "k.c"), entry="k", target="cuda")
+    text = print_program(low)
+    for name in ("_cvtu32_mask16", "_kand_mask16", "_kandn_mask16", "_knot_mask16", "_store_mask16",
+                 "_load_mask16", "_cvtmask16_u32", "_mm512_kortestz", "_mm512_kxor", "_mm512_", "__mmask16"):
+        assert name not in text, name
+    assert "uint16_t m = (uint16_t)((1u << left) - 1u);" in text
+    main = r"""
+int main(void) {
+    float x[21], y[21]; unsigned short ms[2];
+    for (int i = 0; i < 21; ++i) { x[i] = i; y[i] = -1.0f; }
+    k(x, y, ms, 21);
+    for (int i = 0; i < 21; ++i) printf("%g ", y[i]);
+    printf("%d %d\n", ms[0], ms[1]);
+    return 0;
+}
+"""
+    got = _run_c("#include <stdint.h>\n" + text, main, tmp_path).split()
+    want, masks = [], []
+    for i in range(0, 21, 16):
+        left = min(21 - i, 16)
+        m = (1 << left) - 1
+        odd = m & 0xAAAA
+        even = ~odd & m & 0xFFFF
+        masks.append(~even & 0xFFFF)
+        bias = masks[-1] + (1 if odd == 0 else 0) + (2 if (odd & 1) == 0 else 0)
+        want += [(i + l if odd >> l & 1 else 0.0) + bias for l in range(left)]
+    assert [float(g) for g in got[:21]] == want
+    assert [int(g) for g in got[21:]] == masks

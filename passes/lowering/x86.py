@@ -498,6 +498,80 @@ def known_helpers(program: N.Program) -> dict:
     return out
 
 
+# ------------------------------------------------------------------ mask registers (k0-k7)
+#: mask width in bits -> the unsigned scalar that holds it
+_MASK_INT = {8: ("uint8", "uint8_t"), 16: ("uint16", "uint16_t"), 32: ("uint32", "uint32_t"),
+             64: ("uint64", "uint64_t")}
+#: the AVX512F legacy spellings of the 16-bit mask operations
+_LEGACY_K = {"_mm512_kand": "_kand_mask16", "_mm512_kor": "_kor_mask16", "_mm512_kxor": "_kxor_mask16",
+             "_mm512_kandn": "_kandn_mask16", "_mm512_knot": "_knot_mask16", "_mm512_kxnor": "_kxnor_mask16",
+             "_mm512_int2mask": "_cvtu32_mask16", "_mm512_mask2int": "_cvtmask16_u32",
+             "_mm512_kortestz": "_kortestz_mask16_u8", "_mm512_kortestc": "_kortestc_mask16_u8"}
+
+
+def _mask_op(name):
+    """(operation, width) of a mask-register intrinsic name, or None."""
+    import re
+    name = _LEGACY_K.get(name, name)
+    m = re.fullmatch(r"_cvtu(?:32|64)_mask(8|16|32|64)", name)
+    if m:
+        return "to_mask", int(m.group(1))
+    m = re.fullmatch(r"_cvtmask(8|16|32|64)_u(?:32|64)", name)
+    if m:
+        return "to_int", int(m.group(1))
+    m = re.fullmatch(r"_(load|store)_mask(8|16|32|64)", name)
+    if m:
+        return m.group(1), int(m.group(2))
+    m = re.fullmatch(r"_k(and|andn|or|xor|xnor|not|add|shiftli|shiftri)_mask(8|16|32|64)", name)
+    if m:
+        return m.group(1), int(m.group(2))
+    m = re.fullmatch(r"_kortest(z|c)_mask(8|16|32|64)_u8", name)
+    if m:
+        return "ortest" + m.group(1), int(m.group(2))
+    return None
+
+
+def lower_masks(body):
+    """The mask-register intrinsics as plain unsigned arithmetic on the mask (bit ``l`` selects
+    lane ``l``): ``_cvtu32_mask16(x)`` -> ``(uint16_t)(x)``, ``_kand_mask16(a, b)`` ->
+    ``(uint16_t)(a & b)``, ``_load_mask16(p)`` -> ``*p``, ``_store_mask16(p, m);`` -> ``*p = m;``,
+    ``_kortestz_mask16_u8(a, b)`` -> ``(uint16_t)(a | b) == 0``.  Every other node is kept."""
+    def fn(n):
+        if isinstance(n, N.ExprStmt) and _name(n.expr) and (_mask_op(_name(n.expr)) or ("",))[0] == "store":
+            p, m = n.expr.args
+            t = N.Scalar(*_MASK_INT[_mask_op(_name(n.expr))[1]])
+            return N.Assign(N.UnOp("*", cast(ptr(t), p)), "=", cast(t, m), loc=n.loc)
+        nm = _name(n) if isinstance(n, (N.Call, N.Intrinsic)) else None
+        op = _mask_op(nm) if nm else None
+        if op is None:
+            return n
+        what, width = op
+        t = N.Scalar(*_MASK_INT[width])
+        a = n.args
+        arity = {"to_mask": 1, "to_int": 1, "load": 1, "store": 2, "not": 1, "shiftli": 2, "shiftri": 2}.get(what, 2)
+        if len(a) != arity:
+            return n
+        if what == "to_mask":
+            return cast(t, a[0])
+        if what == "to_int":
+            return cast(U32 if width < 64 else scalar("uint64"), a[0])
+        if what == "load":
+            return N.UnOp("*", cast(ptr(t, const=True), a[0]))
+        if what == "store":
+            return n            # only as a statement (above)
+        if what == "not":
+            return cast(t, N.UnOp("~", a[0]))
+        if what in ("ortestz", "ortestc"):
+            both = cast(t, b("|", a[0], a[1]))
+            return b("==", both, c(0) if what == "ortestz" else c((1 << width) - 1))
+        expr = {"and": lambda: b("&", a[0], a[1]), "andn": lambda: b("&", N.UnOp("~", a[0]), a[1]),
+                "or": lambda: b("|", a[0], a[1]), "xor": lambda: b("^", a[0], a[1]),
+                "xnor": lambda: N.UnOp("~", b("^", a[0], a[1])), "add": lambda: b("+", a[0], a[1]),
+                "shiftli": lambda: b("<<", a[0], a[1]), "shiftri": lambda: b(">>", a[0], a[1])}[what]()
+        return cast(t, expr)
+    return rewrite(body, fn)
+
+
 def lower_program(program: N.Program, names, Ctx) -> N.Program:
     known = known_helpers(program)
     if known:
@@ -534,6 +608,7 @@ def lower_program(program: N.Program, names, Ctx) -> N.Program:
                     ret = N.Scalar("void", "void")
             body = it.body
             if body is not None:
+                body = lower_masks(body)
                 body = N.Block(_lower_body(x, body.stmts), loc=body.loc)
             it = it.with_(params=tuple(params), ret=ret, body=body)
         items.append(it)
