@@ -40,7 +40,8 @@ def unbalanced_bracket(toks):
     end of input, the innermost bracket still open is reported (gcc points there too)."""
     stack = []
     for t in toks:
-        if t.kind != "punct" or t.text not in "()[]{}" or (t.out is not None and t.out.strip() != t.text):
+        # the source's brackets, whatever the dialect layer wrote for them (a cast's ')' becomes '))')
+        if t.kind != "punct" or t.text not in ("(", ")", "[", "]", "{", "}"):
             continue
         if t.text in "([{":
             stack.append(t)

@@ -84,6 +84,7 @@ def rewrite_cxx(layer) -> None:
     _templates(layer, T)
     _namespaces(layer, T)
     _lambdas(layer, T)
+    _structs_and_braces(layer, T)
     _references(layer, T)
     _auto_and_std(layer, T)
 
@@ -300,6 +301,9 @@ def _auto_and_std(layer, T):
             end, const = _numeric_limit(T, i)
             T.set(i, const)
             T.blank(i + 1, end)
+        elif t.text == "std" and T.text(i + 1) == "::" and T.text(i + 2) == "fill" and T.text(i + 3) == "(" \
+                and _fill_loop(layer, T, i):
+            continue
         elif t.text == "std" and T.text(i + 1) == "::" and T.kind(i + 2) == "id":
             T.blank(i, i + 1)
             if T.text(i + 2) in STD_CALLS and T.text(i + 3) == "(":
@@ -853,3 +857,59 @@ def _lambdas(layer, T):
         T.blank(i + 2, rb)
         S[rp].out = ");"
         S[rp].done = True
+
+
+# ------------------------------------------------------------------------------ structs, brace initialisation, std::fill
+_NOT_TYPES = {"struct", "union", "enum", "else", "do", "return", "namespace", "extern", "try", "case", "goto"}
+
+
+def _structs_and_braces(layer, T):
+    """``struct S { ... };`` used as ``S`` (C++ style) gets ``typedef struct S S;`` after it, on
+    the same line; ``T x{a, b};`` / ``T x{};`` in a body becomes ``T x = {a, b};`` / ``= {0}``."""
+    S = T.S
+    depth = 0
+    for i, t in enumerate(S):
+        if t.kind == "punct" and t.text == "{" and t.out != "":
+            if depth > 0 and T.kind(i - 1) == "id" and not S[i - 1].done and T.kind(i - 2) in ("id", "punct") \
+                    and T.text(i - 2) not in _NOT_TYPES and (T.kind(i - 2) == "id" or T.text(i - 2) in ("*", ">")) \
+                    and T.text(i - 1) not in _NOT_TYPES and _is_decl_head(T, i - 1):
+                close = T.match(i, "{", "}")
+                if T.text(close + 1) in (";", ","):
+                    T.set(i, "= {")
+                    if close == i + 1:
+                        T.set(close, "0}")
+                    continue
+            depth += 1
+        elif t.kind == "punct" and t.text == "}" and t.out != "":
+            depth -= 1
+        elif depth == 0 and t.kind == "id" and t.text in ("struct", "union") and T.kind(i + 1) == "id" \
+                and T.text(i + 2) == "{" and T.text(i - 1) != "typedef":
+            name = T.text(i + 1)
+            close = T.match(i + 2, "{", "}")
+            used_bare = any(u.kind == "id" and u.text == name and T.text(j - 1) not in ("struct", "union")
+                            for j, u in enumerate(S) if j > close)
+            if T.text(close + 1) == ";" and used_bare:
+                S[close + 1].out = f"; typedef {t.text} {name} {name};"
+                S[close + 1].done = True
+
+
+def _fill_loop(layer, T, i):
+    """``std::fill(p, end, v);`` as a statement, ``p`` a name: an index loop writing ``v`` to
+    ``p[0 .. end - p)``. False (left as a call) for any other form."""
+    S = T.S
+    lp = i + 3
+    rp = T.match(lp, "(", ")")
+    args = _split_params(T, lp, rp)
+    if len(args) != 3 or T.text(rp + 1) != ";" or T.text(i - 1) not in (";", "{", "}", ")", "else"):
+        return False
+    (a0, a1), (b0, b1), (v0, v1) = args
+    if a0 != a1 or T.kind(a0) != "id":
+        return False
+    p = T.text(a0)
+    k = getattr(layer, "fill_loops", 0)
+    layer.fill_loops = k + 1
+    iv = f"fill_i{k}" if k else "fill_i"
+    T.set(i, f"for (long {iv} = 0; {iv} < (")
+    T.blank(i + 1, b0 - 1)                       # ::fill( p ,
+    T.set(b1 + 1, f") - {p}; ++{iv}) {p}[{iv}] = (")   # the comma before the value
+    return True
