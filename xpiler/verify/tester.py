@@ -8,6 +8,7 @@ Every verdict names the substrate it ran on.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -208,7 +209,8 @@ def _runtime_notes(oc, notes: list) -> None:
 def gpu_substrate(dialect: str) -> str | None:
     """``hw:nvidia-…`` when a CUDA GPU is present and ``dialect`` is cuda (hip stays on the wave64
     emulator: a 32-lane NVIDIA warp is not a faithful substrate for wave64 code).
-    ``XPILER_SUBSTRATE=emu`` forces the emulator."""
+    ``XPILER_SUBSTRATE=emu`` forces the emulator alone, ``hw`` the GPU alone; the default runs a
+    cuda kernel on both (see ``compare_kernels``)."""
     import os
     if dialect != "cuda" or os.environ.get("XPILER_SUBSTRATE", "auto") == "emu":
         return None
@@ -224,14 +226,15 @@ def gpu_substrate(dialect: str) -> str | None:
 class _Runner:
     """Builds one kernel and runs it on jobs."""
 
-    def __init__(self, src: Path, spec: Spec, sanitize: bool, workroot: Path, timeout: float, mem_mb: int):
+    def __init__(self, src: Path, spec: Spec, sanitize: bool, workroot: Path, timeout: float, mem_mb: int,
+                 emulator: bool = False):
         self.src, self.spec = Path(src), spec
         self.platform = get_platform(spec.dialect)
         self.sanitize = sanitize
         self.timeout, self.mem_mb = timeout, mem_mb
         self.workroot = workroot
         self.substrate = self.platform.substrate()
-        gpu = gpu_substrate(spec.dialect)
+        gpu = None if emulator else gpu_substrate(spec.dialect)
         if gpu:
             # a real GPU is the best substrate for cuda: nvcc for the device, every CUDA call checked
             self.sanitize = False
@@ -327,9 +330,15 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
             return verdict
         try:
             runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
-            verdict.substrate = runner.substrate
-            verdict.notes = runner.notes
-            verdict.sanitized = runner.sanitize      # no AddressSanitizer on a GPU build
+            runners = [runner]
+            if runner.substrate.startswith("hw:") and os.environ.get("XPILER_SUBSTRATE", "auto") != "hw":
+                # a GPU run has no AddressSanitizer and one (the hardware's) thread schedule: a race,
+                # a dropped barrier or an out-of-bounds read inside an allocation goes unseen there.
+                # The emulator (ASan, seeded schedules) runs the same tests beside it; both must pass.
+                runners.append(_Runner(candidate, spec, sanitize, workroot, timeout, mem_mb, emulator=True))
+            verdict.substrate = " + ".join(r.substrate for r in runners)
+            verdict.notes = [n for r in runners for n in r.notes]
+            verdict.sanitized = any(r.sanitize for r in runners)     # no AddressSanitizer on a GPU build
             src_runner = None
             if against:
                 src_spec = against[1] if isinstance(against[1], Spec) else load_spec(against[1])
@@ -340,7 +349,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
             verdict.failures.append(RunFailure(e.code, where + e.message, "-", -1, log=getattr(e, "log", "")))
             return verdict
 
-        tasks = [(inst, seed) for inst in insts for seed in seeds]
+        tasks = [(inst, seed, r) for r in runners for inst in insts for seed in seeds]
         done = [0]
         stop = [False]
 
@@ -356,7 +365,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
             return RunFailure("XP4020", f"time budget spent: {what}", inst.name, seed)
 
         def one(task):
-            inst, seed = task
+            inst, seed, runner = task
             if stop[0]:
                 return None
             lim = limit()
@@ -365,7 +374,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
             arrays = make_inputs(inst, seed)
             fails: list[RunFailure] = []
             t_run = time.time()
-            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}", seed, timeout=lim)
+            got, oc = runner.run(inst, arrays, f"{inst.name}-{seed}-{runners.index(runner)}", seed, timeout=lim)
             verdict.max_run_s = max(verdict.max_run_s, time.time() - t_run)
             if got is None:
                 if oc.reason == "timeout" and lim < timeout:
@@ -411,6 +420,9 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
 
         def wrapped(task):
             res = one(task)
+            if res is not None and len(runners) > 1:
+                for x in res[0]:      # which substrate failed, when two ran the same tests
+                    x.message = f"[{task[2].substrate}] {x.message}"
             if res is not None and res[0] and stop_on_failure:
                 stop[0] = True
             done[0] += 1
@@ -426,7 +438,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         skipped = [t for t, res in zip(tasks, results) if res is None]
         verdict.skipped = len(skipped)
         if skipped and not stop[0]:
-            inst, seed = skipped[0]
+            inst, seed, _ = skipped[0]
             verdict.failures.append(cut_failure(inst, seed, f"{len(skipped)} of {len(tasks)} runs were not "
                                                                "launched (the deadline passed)"))
         for res in results:
