@@ -17,7 +17,10 @@ intrinsic.  Families (lowering tables in ``passes/lowering/``):
   through ``__shared__`` memory, honouring ``width`` and out-of-range source lanes;
 * x86 AVX-512 / VNNI: ``__m512``/``__m512i`` values become ``float[16]`` / ``int32_t[16]``
   arrays (byte and int16 views through ``uint8_t`` accesses), every intrinsic a lane loop with
-  the exact integer semantics (wraparound or saturation, u8 x s8).
+  the exact integer semantics (wraparound or saturation, u8 x s8);
+* C / C++ library range calls of c sources (``memcpy``/``memset``, ``std::copy``/``fill``,
+  ``std::max_element``/``min_element``/``distance``): the element loops they perform
+  (``lowering/libc.py``), so binding sees which elements they touch.
 
 Parameters: ``target`` (the migration's destination).  When ``target`` equals the program's
 dialect and ``keep_native`` is true (the default), nothing is lowered (the target has every
@@ -80,6 +83,9 @@ def _family_of(name: str, dialect: str):
 def intrinsic_sites(program: N.Program) -> list:
     """(family, name, node) of every intrinsic detensorize would lower."""
     out = []
+    if program.dialect == "c":
+        from .lowering import libc as L_libc
+        out += [("libc", _call_name(n), n) for n in L_libc.sites(program)]
     for n in walk(program):
         name = _call_name(n)
         if name is None:
@@ -221,8 +227,12 @@ def apply(program: N.Program, *, entry: str = None, target: str | None = None, k
     check(program, entry=entry, target=target, keep_native=keep_native)
     names = Names(program)
     if program.dialect == "c":
+        from .lowering import libc as L_libc
         from .lowering.x86 import lower_program
-        return lower_program(program, names, Ctx)
+        program, changed = L_libc.lower_program(program, names)
+        if not changed or any(fam == "x86" for fam, _, _ in intrinsic_sites(program)):
+            return lower_program(program, names, Ctx)
+        return program
     hooks = _hooks_for(program.dialect)
     items = []
     for it in program.items:
