@@ -12,8 +12,8 @@ from xpiler.diagnostics import XPErrors
 from xpiler.frontend import parse_file, parse_text
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
-from xpiler.migration.launch_sizes import (add_size_params, augment, host_size_values, needs_values,
-                                           uncarried)
+from xpiler.migration.launch_sizes import (add_size_params, augment, describe, host_size_values,
+                                           needs_values, uncarried)
 from xpiler.spec import load_spec, parse_spec, spec_to_toml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +85,7 @@ def test_add_size_params_appends_an_int_parameter_and_a_scalar_argument():
     spec = parse_spec(ROWS_SPEC)
     prog = parse_text(ROWS_SRC, "cuda", "k.cu")
     new, kspec, added = add_size_params(prog, spec, ["R"], ROWS_SRC)
-    assert added == [{"param": "R", "arg": "R", "size": "R"}]
+    assert added == [{"param": "R", "arg": "R", "size": "R", "host": "nrows"}]
     assert _params(new, "k") == ["x", "y", "cols", "R"]
     p = new.func("k").params[-1]
     assert isinstance(p.type, N.Scalar) and p.type.dtype == "int32"
@@ -164,49 +164,52 @@ def test_reference_args_skip_arguments_not_in_the_reference():
 
 
 # ------------------------------------------------------------------------------ host launcher
-def _launch_args(funcs, kernel):
-    return [L.args for f in funcs for L in walk(f.body) if isinstance(L, N.Launch) or
-            (isinstance(L, N.Call) and L.func == kernel)]
+def _launches(prog_or_funcs, kernel):
+    funcs = prog_or_funcs.funcs if isinstance(prog_or_funcs, N.Program) else prog_or_funcs
+    return [n for f in funcs if f.body is not None for n in walk(f.body)
+            if isinstance(n, N.Launch) and n.kernel == kernel
+            or isinstance(n, N.Call) and n.func == kernel]
 
 
-def test_the_host_launcher_passes_the_grid_value_it_launched_with():
+def test_the_source_launch_passes_the_grid_value_it_launched_with():
     from xpiler.migration.host import migrate_host
     spec = parse_spec(ROWS_SPEC)
-    prog = parse_text(ROWS_SRC, "cuda", "k.cu")
-    new, kspec, added = augment(prog, spec, "c", ROWS_SRC)
-    funcs = migrate_host(new, "c", "k", {}, _params(new, "k"), spec=spec, size_args=host_size_values(spec, added))
-    (args,) = _launch_args(funcs, "k")
-    assert [a.name for a in args] == ["x", "y", "cols", "nrows"]
+    new, kspec, added = augment(parse_text(ROWS_SRC, "cuda", "k.cu"), spec, "c", ROWS_SRC)
+    # the source program's own launch passes it (its cuda/hip candidates compile as a whole)...
+    (L,) = _launches(new, "k")
+    assert [a.name for a in L.args] == ["x", "y", "cols", "nrows"]
+    assert added[0]["host"] == "nrows"
+    # ...and so does the migrated launcher
+    funcs = migrate_host(new, "c", "k", {}, _params(new, "k"), spec=kspec)
+    (call,) = _launches(funcs, "k")
+    assert [a.name for a in call.args] == ["x", "y", "cols", "nrows"]
     # a dim3 variable: its component on the size's axis
     src2 = ROWS_SRC.replace("k<<<nrows, 32>>>", "dim3 g(1, nrows); k<<<g, 32>>>")
     spec2 = parse_spec(ROWS_SPEC.replace('grid = ["R", 1, 1]', 'grid = [1, "R", 1]'))
     new2, _, added2 = augment(parse_text(src2, "cuda", "k.cu"), spec2, "c", src2)
-    funcs2 = migrate_host(new2, "c", "k", {}, _params(new2, "k"), spec=spec2,
-                          size_args=host_size_values(spec2, added2))
-    (args2,) = _launch_args(funcs2, "k")
-    assert isinstance(args2[-1], N.Var) and args2[-1].name == "nrows"
+    (L2,) = _launches(new2, "k")
+    assert isinstance(L2.args[-1], N.Var) and L2.args[-1].name == "nrows"
 
 
-def test_a_size_the_launch_does_not_give_as_a_whole_fails_the_launcher_only():
-    from xpiler.diagnostics import XPError
-    from xpiler.migration.host import migrate_host
+def test_a_launcher_that_gives_no_value_for_the_size_is_left_out():
     src = ROWS_SRC.replace("k<<<nrows, 32>>>", "k<<<(nrows + 1) / 2, 32>>>")
     spec = parse_spec(ROWS_SPEC.replace('grid = ["R", 1, 1]', 'grid = ["cdiv(R,2)", 1, 1]'))
     new, _, added = augment(parse_text(src, "cuda", "k.cu"), spec, "c", src)
     assert host_size_values(spec, added) == [("R", "", -1)]
-    with pytest.raises(XPError) as e:
-        migrate_host(new, "c", "k", {}, _params(new, "k"), spec=spec, size_args=host_size_values(spec, added))
-    assert e.value.code == "XP9001" and "'R'" in e.value.message
+    assert added[0]["host"] is None and "no launcher" in describe(added)
+    assert [f.name for f in new.funcs] == ["k"]            # k_host would not compile any more
+    # kept (and left as it is) when something else calls it
+    called = src + "int main() { k_host(0, 0, 1, 1); return 0; }\n"
+    new2, _, _ = augment(parse_text(called, "cuda", "k.cu"), spec, "c", called)
+    assert [f.name for f in new2.funcs] == ["k", "k_host", "main"]
+    assert len(_launches(new2, "k")[0].args) == 3
 
 
 def test_a_macro_size_is_passed_by_its_macro():
-    from xpiler.migration.host import migrate_host
     spec = load_spec(str(RELU_DEFINE) + ".toml")
     new, _, added = augment(parse_file(RELU_DEFINE, "cuda"), spec, "c", RELU_DEFINE.read_text())
-    funcs = migrate_host(new, "c", "relu_kernel", {}, _params(new, "relu_kernel"), spec=spec,
-                         size_args=host_size_values(spec, added))
-    (args,) = _launch_args(funcs, "relu_kernel")
-    assert isinstance(args[-1], N.Var) and args[-1].name == "N"
+    (L,) = _launches(new, "relu_kernel")
+    assert isinstance(L.args[-1], N.Var) and L.args[-1].name == "N" and added[0]["host"] == "N"
 
 
 # ------------------------------------------------------------------------------ end to end
@@ -229,7 +232,7 @@ def test_softmax_one_block_per_row_migrates_to_c_with_the_row_count_added(tmp_pa
     assert ospec.args[-1].name == "rows" and ospec.args[-1].value == "rows" and not ospec.args[-1].in_reference
     assert "in_reference = false" in r.spec_path.read_text()
     notes = [d for d in r.diagnostics if d.code == "XP4061"]
-    assert len(notes) == 1 and "int rows (= size rows)" in notes[0].message and notes[0].severity == "note"
+    assert len(notes) == 1 and "int rows (= size rows, the launcher passes nrows)" in notes[0].message and notes[0].severity == "note"
     assert test_kernel(r.output_path, ospec).verified
     rep = replay(r.log_path)
     assert rep.ok and rep.verified

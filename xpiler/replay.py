@@ -178,8 +178,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         prog = prepare_source(prog, spec.entry)   # as the driver does before the first pass
         # launch sizes added as parameters, as the driver adds them (xpiler/migration/launch_sizes.py);
         # kspec is the spec of every migrated program, spec the source's own
-        from .migration.launch_sizes import augment, host_size_values
-        prog, kspec, added_sizes = augment(prog, spec, target, text)
+        from .migration.launch_sizes import augment
+        prog, kspec, _ = augment(prog, spec, target, text)
         params = [p.name for p in prog.func(spec.entry).params]
     except KeyError:
         raise XPError("XP4010", key="spec", file=log_path,
@@ -266,9 +266,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
             fprog, _, flaunch = final
             hl = flaunch if flaunch != dict(spec.launch) else _launch_to_params(kspec.launch, kspec, params)
             kparams = [p.name for p in fprog.func(spec.entry).params]
-            funcs = migrate_host(source_state[0], target, spec.entry, hl, kparams, spec=spec,
-                                 source_entry=spec.entry, diagnostics=[],
-                                 size_args=host_size_values(spec, added_sizes))
+            funcs = migrate_host(source_state[0], target, spec.entry, hl, kparams, spec=kspec,
+                                 source_entry=spec.entry, diagnostics=[])
             expected = print_program(attach_host(fprog, funcs, target), target) if funcs else expected
         except XPError as e:
             raise XPError("XP4009", seq=host_ev["seq"], what="host launcher", why=f"{e.code}: {e.message}",

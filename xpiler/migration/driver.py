@@ -201,14 +201,15 @@ def _rel(p: Path) -> str | None:
 
 
 def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: list[str], out: Path, src: Path,
-               seeds, jobs: int, log, diags: list, timeout: float = 120.0, *, kspec: Spec | None = None,
-               size_args=()) -> str:
+               seeds, jobs: int, log, diags: list, timeout: float = 120.0, *, kspec: Spec | None = None) -> str:
     """Add the migrated host launcher to the verified kernel when it verifies too (host test
     mode: a main calls the launcher with host arrays); otherwise keep the kernel alone and say
-    why. Returns the text written to ``out``. ``kspec``/``size_args``: the spec with the launch
-    sizes added as kernel parameters and where the source launch has them (launch_sizes.py);
-    the launcher keeps the source launcher's parameters, so it is tested with ``ospec`` less
-    those added arguments."""
+    why. Returns the text written to ``out``. ``kspec``: the spec with the launch sizes added as
+    kernel parameters (launch_sizes.py; ``prog``'s launches already pass them). A translated
+    launcher keeps the source launcher's parameters, so it is tested with ``ospec`` less those
+    added arguments; a generated one (no launcher in the source) takes the kernel's."""
+    from ..ir.nodes import Launch
+    from ..ir.visit import walk
     from ..printers import print_program
     from .host import attach_host, migrate_host, test_host_launcher
     kernel_text = stage.text
@@ -217,14 +218,16 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
         launch = stage.launch if stage.launch != dict(sspec.launch) else _launch_to_params(kspec.launch, kspec, params)
         host_diags: list = []
         kparams = [p.name for p in stage.program.func(stage.entry).params]
-        funcs = migrate_host(prog, to, stage.entry, launch, kparams, spec=sspec, source_entry=sspec.entry,
-                             diagnostics=host_diags, size_args=size_args)
+        funcs = migrate_host(prog, to, stage.entry, launch, kparams, spec=kspec, source_entry=sspec.entry,
+                             diagnostics=host_diags)
         if not funcs:
             return kernel_text
         full = attach_host(stage.program, funcs, to)
         text = print_program(full, to)
         out.write_text(text)
-        hspec = replace(ospec, args=ospec.args[:len(sspec.args)]) if size_args else ospec
+        translated = any(f.kind == "host" and f.body is not None and f.name != "main"
+                         and any(isinstance(n, Launch) for n in walk(f.body)) for f in prog.funcs)
+        hspec = replace(ospec, args=ospec.args[:len(sspec.args)]) if translated and kspec is not sspec else ospec
         v = test_host_launcher(out, hspec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs,
                                timeout=timeout)
         log.event("test", stage="host_launcher", program_hash=hashlib.sha256(text.encode()).hexdigest()[:16],
@@ -448,7 +451,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     # launch sizes no kernel parameter carries, for a target that needs them as values: added as
     # last int parameters of the entry; kspec (sspec plus their scalar arguments) is the spec of
     # every candidate, sspec stays the source's own (xpiler/migration/launch_sizes.py)
-    from .launch_sizes import augment as _augment_sizes, describe as _describe_sizes, host_size_values
+    from .launch_sizes import augment as _augment_sizes, describe as _describe_sizes
     prog, kspec, added_sizes = _augment_sizes(prog, sspec, to, src_text)
     work = od.scratch()   # scratch outside the output folder, removed with od
     log = ProvenanceLog(od.claim("provenance.jsonl"), {
@@ -470,7 +473,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     stage_texts = {stage.hash: stage.text}
     log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
     if added_sizes:
-        log.event("note", what="launch_sizes", added=[{"param": a["param"], "size": a["size"]} for a in added_sizes])
+        log.event("note", what="launch_sizes", added=[{"param": a["param"], "size": a["size"],
+                                                       **({"host": a["host"]} if "host" in a else {})}
+                                                      for a in added_sizes])
     log.event("test", stage="source", program_hash=stage.hash, dialect=sspec.dialect, substrate=src_verdict.substrate,
               instances=src_verdict.instances, seeds=list(src_verdict.seeds), verified=src_verdict.verified,
               max_abs_error=src_verdict.max_abs_error, max_rel_error=src_verdict.max_rel_error,
@@ -730,7 +735,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         elif to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
             say("migrating the host launcher")
             final_text = _with_host(prog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
-                                    kspec=kspec, size_args=host_size_values(sspec, added_sizes),
+                                    kspec=kspec,
                                     timeout=min(run_limit, max(0.1, deadline - time.time())))
         result.verified, result.code, result.output_path = True, final_text, out
         result.spec_path = outdir / (out_name + ".toml")

@@ -460,12 +460,13 @@ def _config_component(e, axis: int, decls: dict, member_sets: dict):
     return None
 
 
-def _with_size_args(h: N.Func, kernel: str, size_args, macros: set) -> N.Func:
+def append_size_args(h: N.Func, kernel: str, size_args, macros: set) -> N.Func:
     """``h`` with the value of every size in ``size_args`` (``(size, key, axis)`` from
     ``launch_sizes.host_size_values``) appended to the arguments of each launch of ``kernel``:
     the source launch's own grid/block/dim component when the spec's launch component is that
-    size, else the source's macro of that name. XP9001 when neither is there (the driver then
-    keeps the kernel without its launcher, XP4003)."""
+    size, else the source's macro of that name. XP9001 when neither is there. Used by
+    ``launch_sizes.add_size_params`` on the source program, so the launches the host
+    migration then translates already have one argument per kernel parameter."""
     if not size_args:
         return h
     decls = {n.name: n for n in walk(h.body) if isinstance(n, N.Decl)}
@@ -498,8 +499,8 @@ def _with_size_args(h: N.Func, kernel: str, size_args, macros: set) -> N.Func:
 
 # ----------------------------------------------------------------------------------- API
 def migrate_host_ex(source_program: N.Program, target_dialect: str, kernel_entry: str, launch: dict,
-                    kernel_params: list[str], *, spec=None, source_entry: str | None = None,
-                    size_args=()) -> tuple[list[N.Func], list[XPError]]:
+                    kernel_params: list[str], *, spec=None, source_entry: str | None = None
+                    ) -> tuple[list[N.Func], list[XPError]]:
     """``migrate_host`` returning ``(functions, XP4101 warnings)``."""
     src = source_program.dialect
     hosts = [f for f in source_program.funcs if f.kind == "host" and f.body is not None and f.name != "main"
@@ -517,9 +518,7 @@ def migrate_host_ex(source_program: N.Program, target_dialect: str, kernel_entry
                               source_entry=source_entry)
         return ([f] if f is not None else []), []
     out, diags = [], []
-    macros = {m.name for m in source_program.macros if m.params is None}
     for h in hosts:
-        h = _with_size_args(h, source_entry, size_args, macros)
         tr = _HostTranslator(src, target_dialect, source_program.file, source_entry, kernel_entry, launch,
                              kernel_params)
         tr.taken = {n.name for n in walk(h) if isinstance(n, (N.Var, N.Decl, N.Param))}
@@ -550,15 +549,14 @@ def _unscope(t):
 
 def migrate_host(source_program: N.Program, target_dialect: str, kernel_entry: str, launch: dict,
                  kernel_params: list[str], *, spec=None, source_entry: str | None = None,
-                 diagnostics: list | None = None, size_args=()) -> list[N.Func]:
+                 diagnostics: list | None = None) -> list[N.Func]:
     """The host functions of ``source_program`` translated to ``target_dialect`` (see the module
     docstring).  ``launch`` is the final kernel's launch table over KERNEL PARAMETER NAMES;
     ``kernel_params`` the final kernel's parameter names in order.  XP4101 warnings are appended
     to ``diagnostics`` when given.  A c source needs ``spec`` (roles and shapes) to get a
-    generated launcher. ``size_args`` (``launch_sizes.host_size_values``): the sizes the migrated
-    kernel takes as added last parameters; each launch passes them from its own configuration."""
+    generated launcher."""
     funcs, diags = migrate_host_ex(source_program, target_dialect, kernel_entry, launch, kernel_params,
-                                   spec=spec, source_entry=source_entry, size_args=size_args)
+                                   spec=spec, source_entry=source_entry)
     if diagnostics is not None:
         diagnostics.extend(diags)
     return funcs

@@ -88,9 +88,55 @@ def add_size_params(prog: N.Program, spec: Spec, names: list[str], source_text: 
         new_args.append(ArgSpec(name=aname, dtype="int32", role="scalar", value=size, in_reference=False))
         added.append({"param": pname, "arg": aname, "size": size})
     new_fn = fn.with_(params=tuple(fn.params) + tuple(new_params))
-    new_prog = prog.with_(items=tuple(new_fn if it is fn else it for it in prog.items))
     new_spec = dataclasses.replace(spec, args=list(spec.args) + new_args)
+    items = _launchers_pass_sizes(prog, spec, added)
+    new_prog = prog.with_(items=tuple(new_fn if it is fn else it for it in items))
     return new_prog, new_spec, added
+
+
+def _launchers_pass_sizes(prog: N.Program, spec: Spec, added: list[dict]) -> tuple:
+    """``prog.items`` with every host launch of the entry passing the added sizes as its last
+    arguments (``host.append_size_args``: the source launch's own component, or a macro), so
+    the program still compiles as a whole (intermediate cuda/hip candidates keep their host
+    code) and the host migration translates launches that match the kernel. A launcher that
+    gives no value for a size is dropped, unless another function calls it (then it stays
+    and its candidate will not compile); each entry of ``added`` records the host value as
+    ``host`` (the printed expression, or None when a launcher gives none)."""
+    from ..diagnostics import XPError
+    from ..printers import printer_for
+    from .host import append_size_args
+    macros = {m.name for m in prog.macros if m.params is None}
+    vals = host_size_values(spec, added)
+    called = {n.func for f in prog.funcs if f.body is not None for n in _walk(f.body)
+              if isinstance(n, N.Call) and isinstance(n.func, str)}
+    items, hosts = [], 0
+    for it in prog.items:
+        if isinstance(it, N.Func) and it.kind == "host" and it.body is not None and any(
+                isinstance(n, N.Launch) and n.kernel == spec.entry for n in _walk(it.body)):
+            hosts += 1
+            try:
+                new = append_size_args(it, spec.entry, vals, macros)
+            except XPError:
+                for a in added:
+                    a.setdefault("host", None)
+                if it.name in called:
+                    items.append(it)
+                continue
+            launch = next(n for n in _walk(new.body) if isinstance(n, N.Launch) and n.kernel == spec.entry)
+            for a, e in zip(added, launch.args[len(launch.args) - len(added):]):
+                try:
+                    a.setdefault("host", printer_for(prog.dialect).expr(e))
+                except Exception:  # noqa: BLE001 -- only the note's text
+                    a.setdefault("host", "?")
+            items.append(new)
+        else:
+            items.append(it)
+    return tuple(items)
+
+
+def _walk(node):
+    from ..ir.visit import walk
+    return walk(node)
 
 
 def augment(prog: N.Program, spec: Spec, dst: str, source_text: str) -> tuple[N.Program, Spec, list[dict]]:
@@ -108,8 +154,18 @@ def augment(prog: N.Program, spec: Spec, dst: str, source_text: str) -> tuple[N.
 
 
 def describe(added: list[dict]) -> str:
-    """``int rows (= size rows), int xp_N (= size N)`` for the XP4061 note."""
-    return ", ".join(f"int {a['param']} (= size {a['size']})" for a in added)
+    """``int rows (= size rows), int xp_N (= size N)`` for the XP4061 note, with what the source's
+    host launcher passes (``the launcher passes nrows``) or that it gives none (the launcher is
+    then left out: a migration to cuda/hip/bang generates one from the spec, as for a c source)."""
+    def one(a):
+        host = ""
+        if "host" in a:
+            host = f", the launcher passes {a['host']}" if a["host"] is not None else \
+                ", no launcher of the source gives its value: that launcher is left out"
+        return f"int {a['param']} (= size {a['size']}{host})"
+    return ", ".join(one(a) for a in added)
+
+
 
 
 def host_size_values(spec: Spec, added: list[dict]) -> list[tuple[str, str, int]]:
