@@ -184,6 +184,21 @@ def _has_sync(node) -> bool:
     return any(isinstance(n, N.Barrier) and n.kind in SYNC_KINDS for n in walk(node))
 
 
+def _drop_noop_barriers(n):
+    """``rewrite`` callback: copy barriers and fences (NOOP_KINDS) leave every statement list,
+    however deeply nested (a ``__sync()`` after two ``__memcpy_async`` in a task loop). Exact:
+    ``check`` admits no BANG copy, so every copy a barrier could wait for is already an ordinary
+    (synchronous) loop, and a fence orders nothing in one sequential thread."""
+    def noop(s):
+        return isinstance(s, N.Barrier) and s.kind in NOOP_KINDS
+    if isinstance(n, N.Block) and any(noop(s) for s in n.stmts):
+        return n.with_(stmts=tuple(s for s in n.stmts if not noop(s)))
+    bare = [f for f in ("then", "else_", "body") if isinstance(n, N.Stmt) and noop(getattr(n, f, None))]
+    if bare:          # `if (c) __sync();`, a loop whose body is only a fence
+        return n.with_(**{f: N.Block(()) for f in bare})
+    return n
+
+
 def _first_sync(node):
     for n in walk(node):
         if isinstance(n, N.Barrier) and n.kind in SYNC_KINDS:
@@ -893,7 +908,7 @@ class _Recovery:
         def to_local(n):
             if isinstance(n, N.Decl) and n.scope in ("nram", "wram", "local", "constant"):
                 return n if n.scope == "local" else n.with_(scope="local")
-            return n
+            return _drop_noop_barriers(n)
         fn = fn.with_(body=rewrite(fn.body, to_local))
         body = _lower_intrinsics(fn.body.stmts, fn.name, _half2_type(fn), TypeEnv.of(prog, fn))
         helpers = [h.with_(body=N.Block(_lower_intrinsics(rewrite(h.body, to_local).stmts, h.name, _half2_type(h),
