@@ -255,3 +255,46 @@ def test_a_kernel_whose_sizes_are_all_carried_gets_no_extra_parameter(tmp_path):
     assert _params(parse_file(r.output_path, "c"), "relu_lb_kernel") == ["x", "y", "n"]
     assert "in_reference" not in r.spec_path.read_text()
     assert not [d for d in r.diagnostics if d.code == "XP4061"]
+
+
+BANG_ROWS = """#include <bang.h>
+#define R 4
+__mlu_global__ void k(const float* x, float* y, int cols) {
+    int r = taskId;
+    for (int j = 0; j < cols; ++j) y[r * cols + j] = x[r * cols + j] * 2.0f;
+}
+void k_host(const float* x, float* y, int cols) {
+    float *dx, *dy;
+    cnrtMalloc((void**)&dx, sizeof(float) * R * cols);
+    cnrtMalloc((void**)&dy, sizeof(float) * R * cols);
+    cnrtMemcpy(dx, (void*)x, sizeof(float) * R * cols, cnrtMemcpyHostToDev);
+    cnrtDim3_t dim = {R, 1, 1};
+    cnrtQueue_t q;
+    cnrtQueueCreate(&q);
+    k<<<dim, CNRT_FUNC_TYPE_BLOCK, q>>>(dx, dy, cols);
+    cnrtQueueSync(q);
+    cnrtMemcpy(y, dy, sizeof(float) * R * cols, cnrtMemcpyDevToHost);
+    cnrtFree(dx); cnrtFree(dy);
+}
+"""
+
+
+def test_a_bang_task_count_becomes_a_parameter_and_the_launcher_passes_it(tmp_path):
+    """bang -> cuda with taskDim = a size: the migrated launcher passes the source's task count
+    (its cnrtDim3_t component) and verifies in host mode; replay re-derives it."""
+    from xpiler import migrate
+    from xpiler.replay import replay
+    (tmp_path / "rows.mlu").write_text(BANG_ROWS)
+    (tmp_path / "rows.mlu.toml").write_text(
+        ROWS_SPEC.replace('dialect = "cuda"', 'dialect = "bang"')
+        .replace('grid = ["R", 1, 1]\nblock = [32, 1, 1]', 'dim = ["R", 1, 1]\nfunc_type = "block"')
+        + '[reference]\npython = "ref.py:double"\n')
+    (tmp_path / "ref.py").write_text("def double(x, cols):\n    return x * 2.0\n")
+    r = migrate(tmp_path / "rows.mlu", to="cuda", outdir=tmp_path / "out", perf=False)
+    assert r.verified, [d.format() for d in r.diagnostics]
+    assert _params(parse_file(r.output_path, "cuda"), "k") == ["x", "y", "cols", "xp_R"]
+    (L,) = _launches(parse_file(r.output_path, "cuda"), "k")
+    assert isinstance(L.args[-1], N.Var) and L.args[-1].name == "R"     # the launcher passes it
+    assert not [d for d in r.diagnostics if d.code == "XP4003" and "host launcher" in d.message]
+    rep = replay(r.log_path)
+    assert rep.ok and rep.verified
