@@ -410,6 +410,12 @@ def _mark(region, accs):
         if isinstance(n, N.For):
             go(n.body, loops + (n,), cond, guards)
             return
+        if isinstance(n, N.CFor) and _invariant_cond(n):
+            # for (; j + 16 <= N; j += 16) { body }: the body runs only while the condition
+            # holds, and the body changes nothing the condition reads
+            for c in n.children():
+                go(c, loops, True, guards + ((n.cond, True),) if c is n.body else guards)
+            return
         if isinstance(n, (N.While, N.CFor)):
             for c in n.children():
                 go(c, loops, True, guards)
@@ -424,6 +430,46 @@ def _mark(region, accs):
     for a in accs:
         if id(a.stmt) in info:
             a.loops, a.conditional, a.guards = info[id(a.stmt)]
+
+
+def _invariant_cond(loop: N.CFor) -> bool:
+    """The condition of ``loop`` reads only scalars its body never assigns (no memory, no call),
+    so it holds everywhere in the body."""
+    if loop.cond is None or loop.body is None:
+        return False
+    if any(isinstance(n, (N.Index, N.Call, N.Intrinsic, N.AssignExpr, N.Member)) or
+           isinstance(n, N.UnOp) and n.op in ("*", "++", "--", "p++", "p--") for n in walk(loop.cond)):
+        return False
+    if any(isinstance(n, N.Call) for n in walk(loop.body)):
+        return False        # a called function might change a file-scope variable the condition reads
+    used = {n.name for n in walk(loop.cond) if isinstance(n, N.Var)}
+    return not (used & assigned_names(loop.body))
+
+
+def _rising(func: N.Func) -> dict:
+    """{name: c0} for signed integer scalars declared once as ``int j = c0`` (a constant) whose
+    every other assignment adds a positive constant (``j += 16``, ``++j``): their value is >= c0."""
+    decls: dict = {}
+    for d in walk(func.body):
+        if isinstance(d, N.Decl):
+            # signed only: a signed overflow is undefined, an unsigned one wraps below c0
+            ok = isinstance(d.type, N.Scalar) and d.type.dtype in ("int8", "int16", "int32", "int64") \
+                and isinstance(d.init, N.Const) \
+                and isinstance(d.init.value, int) and not isinstance(d.init.value, bool)
+            decls[d.name] = None if d.name in decls or not ok else d.init.value
+    out = {k: v for k, v in decls.items() if v is not None}
+    for n in walk(func.body):
+        t = None
+        if isinstance(n, (N.Assign, N.AssignExpr)):
+            t = n.target
+            if isinstance(t, N.Var) and not (n.op == "+=" and isinstance(n.value, N.Const) and
+                                             isinstance(n.value.value, int) and n.value.value > 0):
+                out.pop(t.name, None)
+        elif isinstance(n, N.UnOp) and isinstance(n.operand, N.Var) and n.op in ("--", "p--", "&"):
+            out.pop(n.operand.name, None)
+        elif isinstance(n, N.For):
+            out.pop(n.var, None)
+    return out
 
 
 def _is_exit_guard(s) -> bool:
@@ -450,12 +496,15 @@ class Z3Env:
     cons: list = field(default_factory=list)
     fresh: itertools.count = field(default_factory=itertools.count)
     divs: dict = field(default_factory=dict)
+    lower: dict = field(default_factory=dict)     # name -> a constant lower bound of its value
 
     def sym(self, name, side):
         key = (name, side if (name in self.loopvars or name in self.varying) else None)
         if key not in self.cache:
             safe = name.replace(".", "_")
             self.cache[key] = z3.Int(f"{safe}__{key[1]}" if key[1] else safe)
+            if name in self.lower:       # a rising induction variable: never below its start
+                self.cons.append(self.cache[key] >= self.lower[name])
         return self.cache[key]
 
     def unknown(self, side):
@@ -677,7 +726,7 @@ def _make_env(program, func: N.Func, region, extra_loops=(), expand_outer=False)
     varying |= {d.name for d in walk(region) if isinstance(d, N.Decl) and d.name not in cand}
     varying |= dependent - set(lets)
     macros = program.macro_table() if program is not None else {}
-    return Z3Env(loopvars, lets, macros, int_params, varying)
+    return Z3Env(loopvars, lets, macros, int_params, varying, lower=_rising(func))
 
 
 # ----------------------------------------------------------------------------- delinearization

@@ -246,3 +246,54 @@ def test_corpus_kernel_now_verifies(rel, to, gone, tmp_path):
     r = migrate(WILD / rel, to, outdir=tmp_path / "out", perf=False)
     assert r.verified, [str(d) for d in r.diagnostics]
     assert gone + "(" not in r.code          # (the file comment still names it)
+
+
+# ------------------------------------------------------------ 5b. vector column loop + masked tail
+NOINC = """
+void k(const float* A, float* C, int M, int N) {
+    for (int i = 0; i < M; ++i) {
+        int j = START;
+        for (; j + 16 <= N; j += 16)
+            for (int l = 0; l < 16; ++l)
+                C[i * N + j + l] = A[i];
+        if (j < N)
+            for (int l = 0; l < 16; ++l)
+                if (l < N - j)
+                    C[i * N + j + l] = -A[i];
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("start, cond, parallel", [
+    ("0", "j + 16 <= N", True),
+    ("-1", "j + 16 <= N", False),          # j + l = -1 reaches the row before
+    ("0", "j + 15 <= N", False),           # j + l = N reaches the next row
+])
+def test_row_loop_with_column_walk_is_parallel_only_when_columns_stay_in_the_row(start, cond, parallel):
+    """`int j = 0; for (; j + 16 <= N; j += 16)` keeps 0 <= j + l < N: j only rises from 0, and
+    the body runs under the loop's condition, so rows of C are disjoint across i."""
+    from xpiler.passes import dependence
+    prog = parse_text(NOINC.replace("START", start).replace("j + 16 <= N", cond), "c", "k.c")
+    f = prog.func("k")
+    deps = dependence.carried(prog, f, dependence.find_loop(f, "i"))
+    assert (deps == []) == parallel, [str(d) for d in deps]
+
+
+def test_rising_bound_needs_only_increments():
+    from xpiler.passes import dependence
+    src = NOINC.replace("START", "0").replace("if (j < N)", "j -= 1;\n        if (j < N)")
+    prog = parse_text(src, "c", "k.c")
+    f = prog.func("k")
+    assert dependence.carried(prog, f, dependence.find_loop(f, "i"))
+
+
+def test_x86_stores_index_the_buffer_and_first_lane_masks_are_lane_bounds():
+    from xpiler.passes import detensorize
+    low = detensorize.apply(parse_text((WILD / "gemm" / "gemm_avx512_noinc.cpp").read_text(), "c", "g.cpp"),
+                            entry="gemm_avx512", target="cuda")
+    text = print_program(low)
+    assert "(float *)(C +" not in text and "(const float *)(B +" not in text
+    assert text.count("C[i * N + j + xpd_l") == 2
+    assert text.count(" < N - j ? B[p * N + j + xpd_l") == 1      # the masked load of the tail
+    assert "(m >> " not in text

@@ -63,9 +63,26 @@ KIND_OF_SFX = {"ps": "f32", "pd": "f64", "epi32": "i32", "si512": "i32", "epi8":
                "si256": "i32"}
 
 
+def first_lanes(e):
+    """k when mask expression ``e`` is ``(1 << k) - 1`` (through integer casts): the mask of the
+    first k lanes, whose bit l is ``l < k`` (k from 0 to the shift's width minus one, the range
+    where the C shift is defined)."""
+    def strip(x):
+        while isinstance(x, N.Cast) and isinstance(x.type, N.Scalar) and x.type.dtype.startswith(("int", "uint")):
+            x = x.expr
+        return x
+    e = strip(e)
+    if isinstance(e, N.BinOp) and e.op == "-" and isinstance(e.rhs, N.Const) and e.rhs.value == 1:
+        sh = strip(e.lhs)
+        if isinstance(sh, N.BinOp) and sh.op == "<<" and isinstance(sh.lhs, N.Const) and sh.lhs.value == 1:
+            return sh.rhs
+    return None
+
+
 class X86:
     def __init__(self, ctx, vfuncs: dict):
         self.ctx = ctx
+        self.first_lanes = {}           # mask variable -> k, for a mask of the first k lanes
         self.vfuncs = vfuncs            # name -> (vector param kinds, return kind or None)
         self.vars = {}                  # vector variable -> kind
         self.known_math = {}            # helper function -> scalar math function it computes
@@ -107,6 +124,9 @@ class X86:
             return b(CMP_OPS[pred], x, y)
         if _name(m) and is_x86(_name(m)):
             self.refuse(f"{_name(m)} as a mask")
+        k = first_lanes(m) if not isinstance(m, N.Var) else self.first_lanes.get(m.name)
+        if k is not None:
+            return b("<", l, k)         # the first k lanes: bit l of (1 << k) - 1
         return b("&", b(">>", m, l), 1)
 
     def byte_of(self, arr, j, const=True):
@@ -219,6 +239,18 @@ class X86:
             el = self.ctx.env.type_of(p.operand)
             if isinstance(el, N.Scalar) and isinstance(et, N.Scalar) and el.dtype == et.dtype:
                 return N.Index(p.operand.base, add(p.operand.index, l))
+        # P + o1 + o2 ... (or P) with P a pointer to et and integer offsets: P[o1 + o2 ... + l]
+        base, offs = p, []
+        while isinstance(base, N.BinOp) and base.op == "+":
+            offs.insert(0, base.rhs)
+            base = base.lhs
+        el = self.ctx.env.elem_of(base) if isinstance(base, N.Var) else None
+
+        def integral(o):
+            t = self.ctx.env.type_of(o)
+            return isinstance(t, N.Scalar) and t.dtype.startswith(("int", "uint"))
+        if el is not None and isinstance(et, N.Scalar) and el.dtype == et.dtype and all(integral(o) for o in offs):
+            return N.Index(base, add(*offs, l))
         return ix(cast(ptr(et, const=const), p), l)
 
     def imm_text(self, e):
@@ -442,10 +474,50 @@ def _strip_void(p):
     return p
 
 
+def _assigned(stmts) -> set:
+    """Names a statement list assigns (plain targets, ++/--, address taken)."""
+    out = set()
+    for n in walk(tuple(stmts)):
+        t = None
+        if isinstance(n, (N.Assign, N.AssignExpr)):
+            t = n.target
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&"):
+            t = n.operand
+        elif isinstance(n, (N.For,)):
+            out.add(n.var)
+        while isinstance(t, (N.Index, N.Member)):
+            t = t.base
+        if isinstance(t, N.Var):
+            out.add(t.name)
+    return out
+
+
 def _lower_body(x: X86, stmts) -> tuple:
+    saved = dict(x.first_lanes)
+    try:
+        return _lower_body_in(x, stmts)
+    finally:
+        x.first_lanes = saved
+
+
+def _lower_body_in(x: X86, stmts) -> tuple:
     out = []
-    for s in stmts:
+    stmts = tuple(stmts)
+    for pos, s in enumerate(stmts):
         x.ctx.node = s
+        # a mask of the first k lanes whose k and whose own value stay fixed in the rest of the block
+        if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None:
+            k = first_lanes(s.init)
+            if k is not None:
+                later = _assigned(stmts[pos + 1:])
+                if s.name not in later and not ({n.name for n in walk(k) if isinstance(n, N.Var)} & later) \
+                        and not any(isinstance(n, (N.Call, N.AssignExpr)) or
+                                    isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") for n in walk(k)):
+                    x.first_lanes[s.name] = k
+                else:
+                    x.first_lanes.pop(s.name, None)
+        elif isinstance(s, N.Decl):
+            x.first_lanes.pop(s.name, None)
         if isinstance(s, N.Block):
             out.append(s.with_(stmts=_lower_body(x, s.stmts)))
         elif isinstance(s, N.For):
