@@ -112,6 +112,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json")
     ap.add_argument("--keep", help="copy every verified output folder here")
+    ap.add_argument("--shard", help="K/N: only every N-th migration starting at the K-th (0-based), so a "
+                    "corpus can be split over several time-limited calls or taken as a sample")
     a = ap.parse_args()
     jobs = []
     exs = [ex for suite in (a.suite or ["examples"]) for ex in discover(ROOT / suite, a.src, a.op)]
@@ -123,6 +125,10 @@ def main() -> int:
         for dst in (a.dst or DIALECTS):
             if dst != ex.dialect:
                 jobs.append((str(ex.source), str(ex.spec), dst, a.keep))
+    if a.shard:
+        k, n = (int(x) for x in a.shard.split("/"))
+        jobs = jobs[k::n]
+        print(f"shard {k}/{n}: {len(jobs)} migrations", flush=True)
     rows = []
     t_all = time.time()
     from concurrent.futures import as_completed
