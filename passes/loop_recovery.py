@@ -500,6 +500,28 @@ def _half2_type(scope) -> N.Vector:
     return N.Vector(N.Scalar("float16", "_Float16"), 2, "__half2")
 
 
+def _half_from_bits(n):
+    """``__ushort_as_half(0xfc00)``: the half with those bits, as a constant (C has no portable
+    bit cast expression); a value only known at run time is refused."""
+    import math
+    import numpy as np
+    x = n.args[0]
+    while isinstance(x, N.Cast) and isinstance(x.type, N.Scalar) and x.type.dtype.startswith(("int", "uint")):
+        x = x.expr
+    if not (isinstance(x, N.Const) and isinstance(x.value, int) and not isinstance(x.value, bool)):
+        raise PassError(NAME, f"'{n.func}' of a value known only at run time has no C form here "
+                              "(only constant bit patterns are folded)", n)
+    v = float(np.array([x.value & 0xFFFF], dtype=np.uint16).view(np.float16)[0])
+    H = N.Scalar("float16", "_Float16")
+    if math.isnan(v):
+        val = N.Var("NAN")
+    elif math.isinf(v):
+        val = N.Var("INFINITY") if v > 0 else N.UnOp("-", N.Var("INFINITY"))
+    else:
+        val = N.Const(v, "float32", repr(v) + "f")
+    return N.Cast(H, val, loc=n.loc)
+
+
 def _lower_half2(n, vec: N.Vector):
     """``__hadd2(a, b)`` -> ``(__half2){a.x + b.x, a.y + b.y}`` (and the other __half2 helpers):
     a half2 is two halves, each lane computed by the scalar half arithmetic.  None when ``n``
@@ -509,6 +531,8 @@ def _lower_half2(n, vec: N.Vector):
         return N.BinOp(_H1_COMPARE[name], n.args[0], n.args[1], loc=n.loc)
     if name == "__hneg" and len(n.args) == 1:
         return N.UnOp("-", n.args[0], loc=n.loc)
+    if name in ("__ushort_as_half", "__short_as_half") and len(n.args) == 1:
+        return _half_from_bits(n)
     if name not in _H2_VECTOR and name not in _H2_SCALAR:
         return None
     a = n.args

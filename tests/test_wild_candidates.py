@@ -76,6 +76,32 @@ def test_half2_helper_with_side_effect_is_refused():
     assert "__hadd2" in ei.value.why and "side effect" in ei.value.why
 
 
+@pytest.mark.parametrize("bits, want", [("0xfc00", "(_Float16)-INFINITY"), ("0x3c00", "(_Float16)1.0f"),
+                                        ("0x7e00", "(_Float16)NAN"), ("0xc500", "(_Float16)-5.0f")])
+def test_constant_half_bit_patterns_fold(bits, want):
+    src = HALF1.replace("BITS", bits)
+    new, _ = loop_recovery.apply(parse_text(src, "cuda", "k.cu"), entry="k",
+                                 launch={"grid": [1, 1, 1], "block": ["n", 1, 1]})
+    assert f"_Float16 m = {want};" in print_program(new)
+
+
+def test_run_time_half_bit_pattern_is_refused():
+    src = HALF1.replace("(unsigned short)BITS", "(unsigned short)n")
+    with pytest.raises(PassError) as ei:
+        loop_recovery.apply(parse_text(src, "cuda", "k.cu"), entry="k", launch={"grid": [1, 1, 1], "block": ["n", 1, 1]})
+    assert "__ushort_as_half" in ei.value.why
+
+
+HALF1 = """
+#include <cuda_fp16.h>
+__global__ void k(const __half *x, __half *y, int n) {
+    int i = threadIdx.x;
+    __half m = __ushort_as_half((unsigned short)BITS);
+    if (__hgt(x[i], m)) m = x[i];
+    y[i] = m;
+}
+"""
+
 # ------------------------------------------------------------ 2. float overloads of the math library
 OVERLOADS = """
 __global__ void exp(const float *x, float *y, double *z, int *w, int n) {
