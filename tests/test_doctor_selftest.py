@@ -51,6 +51,28 @@ CLANG = "clang++-16"
 @pytest.mark.parametrize("dialect", ["cuda", "hip", "bang"])
 def test_emulators_build_and_run_with_newest_clang(dialect, monkeypatch):
     assert shutil.which(CLANG), f"CI installs {CLANG} (.ci/setup); it is missing"
+    from xpiler.platforms.selftest import asan_links
+    if not asan_links(CLANG):
+        # the GPU machine has clang++-16 without libclang-rt-16-dev; CI installs both
+        assert not os.environ.get("CI"), f"CI installs libclang-rt-16-dev (.ci/setup); {CLANG} cannot link ASan"
+        st = run_selftest(dialect)
+        assert st.ok       # g++ builds it; the clang run below would only show the missing runtime
+        monkeypatch.setenv("XPILER_CXX", CLANG)
+        st = run_selftest(dialect)
+        assert not st.ok and "cannot link an AddressSanitizer program" in st.detail
+        return
     monkeypatch.setenv("XPILER_CXX", CLANG)
     st = run_selftest(dialect)
     assert st.ok, st.detail
+
+
+def test_a_compiler_without_its_asan_runtime_is_named(tmp_path, monkeypatch):
+    """clang++-N without libclang-rt-N-dev (as on the GPU machine): doctor says what is missing."""
+    p = tmp_path / "clang++-99"
+    p.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in -fsanitize=address) '
+                 'echo "ld: cannot find libclang_rt.asan.a" >&2; exit 1;; esac; done\nexec g++ "$@"\n')
+    p.chmod(p.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("XPILER_CXX", str(p))
+    st = run_selftest("bang")
+    assert not st.ok
+    assert "cannot link an AddressSanitizer program" in st.detail and "libclang-rt-99-dev" in st.detail

@@ -76,6 +76,31 @@ def run_selftest(dialect: str, *, emulator: bool = True, timeout: float = 60.0) 
                 first = next((ln.strip() for ln in log if "ERROR" in ln or "error" in ln), "")
                 problems.append(f"{what}: {msg}" + (f" [{first[:160]}]" if first else ""))
     dt = time.time() - t0
+    if problems and dialect != "c" and not asan_links():
+        from .base import emulator_cxx
+        cxx = emulator_cxx()
+        ver = cxx.rsplit("-", 1)[-1] if cxx.rsplit("-", 1)[-1].isdigit() else "N"
+        problems.insert(0, f"{cxx} cannot link an AddressSanitizer program (its sanitizer runtime is missing: "
+                           f"for clang++-{ver} install libclang-rt-{ver}-dev, or unset XPILER_CXX)")
     if problems:
         return SelfTest(dialect, substrate, False, "; ".join(problems), dt)
     return SelfTest(dialect, substrate, True, f"self-test passed (ASan and plain builds, {dt:.1f} s)", dt)
+
+
+def asan_links(cxx: str | None = None) -> bool:
+    """Whether the emulator compiler (``XPILER_CXX`` or g++) links a program with
+    ``-fsanitize=address`` here (a clang without its runtime package cannot)."""
+    import subprocess
+    import tempfile
+    from .base import emulator_cxx, which
+    cxx = cxx or emulator_cxx()
+    if not which(cxx):
+        return False
+    with tempfile.TemporaryDirectory(prefix="xpiler-asan-") as d:
+        Path(d, "t.cpp").write_text("int main() { return 0; }\n")
+        try:
+            p = subprocess.run([cxx, "-fsanitize=address", "t.cpp", "-o", "t"], cwd=d, capture_output=True,
+                               timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return p.returncode == 0
