@@ -62,8 +62,10 @@ def test_integer_casts_leave_launch_sizes():
 def test_std_container_is_named_not_an_unbalanced_paren():
     import pytest
     from xpiler.diagnostics import XPError
-    src = '#include <vector>\nextern "C" void f(float* y, int n) {\n  std::vector<float> t(n);\n  y[0] = t[0];\n}\n'
+    # (a std::vector sized at its declaration is read as a local array since the vector lowering,
+    # tests/test_wild_vectors_async.py; std::map is still a container the front end names)
+    src = '#include <map>\nextern "C" void f(float* y, int n) {\n  std::map<int, float> t;\n  y[0] = t[0];\n}\n'
     with pytest.raises(XPError) as ei:
         parse_text(src, "c", "v.cpp")
-    assert ei.value.code == "XP1102" and "std::vector" in ei.value.message
+    assert ei.value.code == "XP1102" and "std::map" in ei.value.message
     assert ei.value.line == 3

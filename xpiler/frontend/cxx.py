@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from .cxx_vector import lower_vectors
+
 AUTO = "__xp_auto"
 STD_PREFIX = "__xpstd_"
 LAMBDA = "__xp_lambda_"          # `auto f = [&](..) {..};` -> `RET __xp_lambda_f(..); {..};` (lower.py lifts it)
@@ -84,6 +86,7 @@ def rewrite_cxx(layer) -> None:
     _templates(layer, T)
     _namespaces(layer, T)
     _lambdas(layer, T)
+    lower_vectors(layer, T)          # std::vector scratch buffers -> local arrays (cxx_vector.py)
     _structs_and_braces(layer, T)
     _references(layer, T)
     _auto_and_std(layer, T)
@@ -191,7 +194,8 @@ def _references(layer, T):
             raise layer.err("XP1105", S[name_i - 1], name=fname)
         body = _body_range(T, end) if T.text(end) == "{" else None
         for pos, (a, b) in enumerate(_split_params(T, lp, rp)):
-            amp = next((j for j in range(a, b + 1) if T.text(j) in ("&", "&&") and S[j].kind == "punct"), None)
+            amp = next((j for j in range(a, b + 1) if T.text(j) in ("&", "&&") and S[j].kind == "punct"
+                        and not S[j].done), None)
             if amp is None:
                 continue
             if T.text(amp) == "&&" or T.kind(amp + 1) != "id" or amp + 1 != b and T.text(amp + 2) != "=":

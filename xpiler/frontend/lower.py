@@ -525,6 +525,9 @@ class Lowerer:
             t = outer.get(c)
             if t is None:
                 raise self.err("XP1142", decl, name=name, detail=f"the type of the captured '{c}' is not known here")
+            rt = self._resolve(t)
+            if isinstance(rt, N.Array) and len(rt.dims) == 1 and not isinstance(rt.dims[0], N.Const):
+                t = N.Pointer(rt.elem)     # a run-time sized array (a std::vector buffer) is passed as T*
             by_ptr = c in written and not isinstance(self._resolve(t), N.Array)
             caps[i] = (c, by_ptr)
             extra.append(N.Param(c, N.Pointer(t) if by_ptr else t))
