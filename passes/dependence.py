@@ -242,10 +242,67 @@ def unique_decls(func: N.Func) -> N.Func:
     return func.with_(body=body)
 
 
+def _pure_value(e) -> bool:
+    """No call (other than the pure math functions), memory read or assignment in ``e``."""
+    return not any(isinstance(n, (N.Index, N.AssignExpr, N.Intrinsic, N.Member)) or
+                   isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in PURE_CALLS) or
+                   isinstance(n, N.UnOp) and n.op in ("*", "&", "++", "--", "p++", "p--") for n in walk(e))
+
+
+def fold_clamps(func: N.Func) -> N.Func:
+    """``T v = E; if (C) v = X;`` (adjacent; ``v`` an integer scalar declared once and assigned
+    nowhere else; ``E``, ``C``, ``X`` pure, ``X`` not reading ``v``) -> ``T v = C[v:=E] ? X : E;``
+    with the ``if`` left as a comment (the statement positions stay).  The tail length of a chunk
+    loop, ``int len = n - base; if (len > CHUNK) len = CHUNK;``, becomes ``min(n - base, CHUNK)``
+    exactly, so the dependence test sees ``len <= CHUNK``."""
+    counts: dict = {}
+    for n in walk(func.body):
+        t = None
+        if isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var):
+            t = n.target.name
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.operand, N.Var):
+            t = n.operand.name
+        elif isinstance(n, N.Decl):
+            t = ("decl", n.name)
+        elif isinstance(n, N.For):
+            t = n.var
+        if t is not None:
+            counts[t] = counts.get(t, 0) + 1
+
+    def clamp(d, s):
+        if not (isinstance(d, N.Decl) and isinstance(d.type, N.Scalar) and d.type.dtype in INT_DTYPES
+                and d.init is not None and counts.get(("decl", d.name)) == 1 and counts.get(d.name) == 1):
+            return None
+        if not (isinstance(s, N.If) and s.else_ is None):
+            return None
+        body = strip_comments(s.then.stmts if isinstance(s.then, N.Block) else (s.then,))
+        if len(body) != 1 or not isinstance(body[0], N.Assign) or body[0].op != "=" or \
+                not isinstance(body[0].target, N.Var) or body[0].target.name != d.name:
+            return None
+        x = body[0].value
+        if not (_pure_value(d.init) and _pure_value(s.cond) and _pure_value(x)) or \
+                any(isinstance(n, N.Var) and n.name == d.name for n in walk(x)):
+            return None
+        cond = substitute(s.cond, {d.name: d.init})
+        return d.with_(init=N.Cond(cond, x, d.init)), N.Comment("/* clamp folded */")
+
+    def fn(n):
+        if isinstance(n, N.Block):
+            out = list(n.stmts)
+            for k in range(len(out) - 1):
+                r = clamp(out[k], out[k + 1])
+                if r is not None:
+                    out[k], out[k + 1] = r
+            if out != list(n.stmts):
+                return n.with_(stmts=tuple(out))
+        return n
+    return func.with_(body=rewrite(func.body, fn))
+
+
 def analysis_view(func: N.Func) -> N.Func:
     """``func`` with unique declaration names, pointer aliases inlined and subscripts rebased
     on the real buffer."""
-    func = unique_decls(func)
+    func = fold_clamps(unique_decls(func))
     table = alias_table(func)
     for _ in range(8):   # aliases of aliases
         changed = False
@@ -447,8 +504,9 @@ def _invariant_cond(loop: N.CFor) -> bool:
 
 
 def _rising(func: N.Func) -> dict:
-    """{name: c0} for signed integer scalars declared once as ``int j = c0`` (a constant) whose
-    every other assignment adds a positive constant (``j += 16``, ``++j``): their value is >= c0."""
+    """{name: c} for signed integer scalars declared once as ``int j = c0`` (a constant) whose
+    every other assignment adds a positive constant (``j += 16``, ``++j``) or stores a constant
+    (``for (j = 0; ...)`` restarting a walk): their value is >= c, the least of those constants."""
     decls: dict = {}
     for d in walk(func.body):
         if isinstance(d, N.Decl):
@@ -462,8 +520,11 @@ def _rising(func: N.Func) -> dict:
         t = None
         if isinstance(n, (N.Assign, N.AssignExpr)):
             t = n.target
-            if isinstance(t, N.Var) and not (n.op == "+=" and isinstance(n.value, N.Const) and
-                                             isinstance(n.value.value, int) and n.value.value > 0):
+            const = isinstance(n.value, N.Const) and isinstance(n.value.value, int) \
+                and not isinstance(n.value.value, bool)
+            if isinstance(t, N.Var) and n.op == "=" and const and t.name in out:
+                out[t.name] = min(out[t.name], n.value.value)     # a restart at a constant
+            elif isinstance(t, N.Var) and not (n.op == "+=" and const and n.value.value > 0):
                 out.pop(t.name, None)
         elif isinstance(n, N.UnOp) and isinstance(n.operand, N.Var) and n.op in ("--", "p--", "&"):
             out.pop(n.operand.name, None)
@@ -496,6 +557,7 @@ class Z3Env:
     cons: list = field(default_factory=list)
     fresh: itertools.count = field(default_factory=itertools.count)
     divs: dict = field(default_factory=dict)
+    dividends: dict = field(default_factory=dict)   # division key -> Z3 terms (dividend, divisor)
     lower: dict = field(default_factory=dict)     # name -> a constant lower bound of its value
 
     def sym(self, name, side):
@@ -570,6 +632,16 @@ def to_z3(e, side, env: Z3Env, depth=0):
             # C truncated division, exact: a = d*q + r, |r| < |d|, r has the sign of a
             env.cons += [d != 0, a == d * q + r, z3.Implies(a >= 0, r >= 0), z3.Implies(a < 0, r <= 0),
                          z3.If(r >= 0, r, -r) < z3.If(d >= 0, d, -d)]
+            # the same division in the other iteration by the same divisor: equal quotient and
+            # remainder mean equal dividends (a = d*q + r on both sides); stated linearly, since
+            # the solver rarely finds it through the products d*q
+            other = (key[0], key[1], {"a": "b", "b": "a"}.get(side))
+            if other in env.divs and not (_names(e.rhs) & (env.loopvars | env.varying)) and \
+                    not any(isinstance(n, (N.Index, N.Call, N.AssignExpr)) for n in walk(e.rhs)):
+                q2, r2 = env.divs[other]
+                a2, d2 = env.dividends[other]
+                env.cons.append(z3.Implies(z3.And(q == q2, r == r2, d == d2), a == a2))
+            env.dividends[key] = (a, d)
             return q if e.op == "/" else r
         if e.op in ("<<", ">>") and isinstance(e.rhs, N.Const) and isinstance(e.rhs.value, int):
             a = to_z3(e.lhs, side, env, depth + 1)
@@ -845,12 +917,19 @@ def _split_by_base(pa, pb, env, cons):
                         not (isinstance(a, N.Var) and (a.name in env.loopvars or a.name in env.varying
                                                        or a.name in env.lets)):
                     atoms.append(a)
-    for S in atoms:
+    # constant bases too: 64*(t % tc) + seg with 0 <= seg < 64 (a tile corner plus an offset)
+    consts = sorted({abs(c) for p in (pa, pb) for m, c in p.items() if m and abs(c) > 1}, reverse=True)
+    for S in atoms + consts[:4]:
         parts = []
         for p in (pa, pb):
             q, r = {}, {}
             for m, c in p.items():
-                if S in m:
+                if isinstance(S, int):
+                    if c % S == 0:
+                        q[m] = c // S
+                    else:
+                        r[m] = c
+                elif S in m:
                     lst = list(m)
                     lst.remove(S)
                     q[tuple(lst)] = q.get(tuple(lst), 0) + c
@@ -860,7 +939,7 @@ def _split_by_base(pa, pb, env, cons):
         (qa, ra), (qb, rb) = parts
         if not qa and not qb:
             continue
-        s_z = to_z3(S, "a", env, 1)
+        s_z = z3.IntVal(S) if isinstance(S, int) else to_z3(S, "a", env, 1)
         za, zb = to_z3(_poly_expr(ra), "a", env, 1), to_z3(_poly_expr(rb), "b", env, 1)
         if _solve(env.cons + cons + [z3.Or(za < 0, za >= s_z, zb < 0, zb >= s_z)]) == "unsat":
             return qa, qb, [za == zb]

@@ -14,7 +14,10 @@ from xpiler.ir import nodes as N
 from .common import INT, add, assign, b, c, cond, decl, ix, loop, scalar
 
 SHFL = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down", "__shfl_xor_sync": "xor",
-        "__shfl": "idx", "__shfl_up": "up", "__shfl_down": "down", "__shfl_xor": "xor"}
+        "__shfl": "idx", "__shfl_up": "up", "__shfl_down": "down", "__shfl_xor": "xor",
+        # AMD: the value of the wave's first active lane; with every lane active (the uniform
+        # control flow assumed here) that is lane 0: __shfl(v, 0, 64)
+        "__builtin_amdgcn_readfirstlane": "first"}
 VOTE = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all",
         "__ballot": "ballot", "__any": "any", "__all": "all"}
 NAMES = frozenset(SHFL) | frozenset(VOTE)
@@ -48,6 +51,8 @@ def lower(ctx, call, result: str, barrier):
         kind = SHFL[name]
         if name.endswith("_sync"):
             args = args[1:]
+        if kind == "first":
+            kind, args = "idx", [args[0], c(0), c(W)]
         val, arg = args[0], args[1]
         width = args[2] if len(args) > 2 else c(W)
         buf = ctx.hooks.buffer(ctx, "xch", rt, 1024)
