@@ -260,6 +260,12 @@ def check_retarget(program: N.Program, func: N.Func, target: str) -> dict:
                     raise PassError(NAME, f"'{n.name}' with a partial lane mask has no hip form", n)
             elif d is not None and cat != "math" and target not in d.dialects:
                 raise PassError(NAME, f"'{n.name}' does not exist in {target}", n)
+        # AMD builtins (lane counts, ds_bpermute, readfirstlane...) mean wave64 lanes; carried into
+        # cuda they would not compile there, and the emulator would run them on 32-lane warps
+        if target == "cuda" and isinstance(n, N.Call) and isinstance(n.func, str) and \
+                n.func.startswith("__builtin_amdgcn_"):
+            raise PassError(NAME, f"'{n.func}' is an AMD builtin with no cuda form (its lanes are a 64-lane "
+                                  "wavefront's): lower it with detensorize first", n)
     return {"mode": "retarget", "target": target, "entry": func.name}
 
 
@@ -659,6 +665,44 @@ def _const_text(s: str) -> str:
 
 
 # ============================================================================ retarget
+# cuda_fp16.h's half max/min, which the HIP headers do not declare: a device helper each, with
+# CUDA's NaN rule (a NaN operand yields the other one); __hmax2 / __hmin2 per half
+_HIP_HALF_MINMAX = {
+    "__hmax": ("xp_hmax", "__device__ static inline __half xp_hmax(__half a, __half b) "
+                          "{ return (__hgt(a, b) || __hisnan(b)) ? a : b; }"),
+    "__hmin": ("xp_hmin", "__device__ static inline __half xp_hmin(__half a, __half b) "
+                          "{ return (__hlt(a, b) || __hisnan(b)) ? a : b; }"),
+    "__hmax2": ("xp_hmax2", "__device__ static inline __half2 xp_hmax2(__half2 a, __half2 b) "
+                            "{ return __halves2half2(xp_hmax(__low2half(a), __low2half(b)), "
+                            "xp_hmax(__high2half(a), __high2half(b))); }"),
+    "__hmin2": ("xp_hmin2", "__device__ static inline __half2 xp_hmin2(__half2 a, __half2 b) "
+                            "{ return __halves2half2(xp_hmin(__low2half(a), __low2half(b)), "
+                            "xp_hmin(__high2half(a), __high2half(b))); }"),
+}
+
+
+def _hip_half_minmax(items):
+    used = set()
+
+    def fn(n):
+        name = n.name if isinstance(n, N.Intrinsic) else n.func if isinstance(n, N.Call) else None
+        if isinstance(name, str) and name in _HIP_HALF_MINMAX and len(n.args) == 2:
+            used.add(name)
+            return N.Call(_HIP_HALF_MINMAX[name][0], tuple(n.args), loc=n.loc)
+        return n
+    items = rewrite(items, fn)
+    if not used:
+        return items
+    if "__hmax2" in used:
+        used.add("__hmax")
+    if "__hmin2" in used:
+        used.add("__hmin")
+    helpers = [N.Directive(text, "other") for k, (_, text) in _HIP_HALF_MINMAX.items() if k in used]
+    items = list(items)
+    at = max((i + 1 for i, it in enumerate(items) if isinstance(it, N.Directive) and it.kind == "include"), default=0)
+    return tuple(items[:at] + helpers + items[at:])
+
+
 def _retarget(program: N.Program, plan: dict) -> N.Program:
     src, dst = program.dialect, plan["target"]
     rename = host_rename_table(src, dst)
@@ -676,7 +720,16 @@ def _retarget(program: N.Program, plan: dict) -> N.Program:
             return N.Intrinsic(n.name + "_sync", (N.Const(0xffffffff, "uint32", "0xffffffffu"),) + tuple(n.args),
                                loc=n.loc)
         if isinstance(n, N.Barrier) and n.kind == "warp" and dst == "hip":
-            return N.Comment("// __syncwarp(): a wavefront executes its lanes together", loc=n.loc)
+            # HIP has no __syncwarp. A wavefront runs its lanes in lock-step, so the execution
+            # half is a wave barrier (no reordering across it); the memory half, which a bare
+            # comment dropped (non-volatile shared data could stay in registers across it), is a
+            # wavefront-scope release/acquire fence pair
+            def fence(order):
+                return N.ExprStmt(N.Call("__builtin_amdgcn_fence", (N.Var(order), N.Const(
+                    "wavefront", "str", '"wavefront"'))), loc=n.loc)
+            return N.Block((fence("__ATOMIC_RELEASE"),
+                            N.ExprStmt(N.Call("__builtin_amdgcn_wave_barrier", ()), loc=n.loc),
+                            fence("__ATOMIC_ACQUIRE")), loc=n.loc)
         if isinstance(n, N.Call) and isinstance(n.func, str) and n.func in rename:
             return n.with_(func=rename[n.func])
         if isinstance(n, N.Var) and n.name in rename:
@@ -691,6 +744,8 @@ def _retarget(program: N.Program, plan: dict) -> N.Program:
                     return n.with_(text=n.text.replace(a, b))
         return n
     items = rewrite(program.items, fn)
+    if dst == "hip":
+        items = _hip_half_minmax(items)
     # a vendor header whose intrinsics detensorize already lowered has no counterpart on the target
     uses_wmma = any(isinstance(n, N.Intrinsic) and n.name.startswith("wmma::") for n in walk(items))
     if not uses_wmma:

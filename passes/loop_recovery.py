@@ -438,7 +438,61 @@ def _uniquify(stmts, env: dict, taken: set):
     return tuple(out)
 
 
+def _param_updates_as_locals(stmts, params, taken: set):
+    """A SIMT thread (a BANG task) owns a private copy of every parameter, so a top-level
+    ``A += blockIdx.z * strideA;`` moves only that thread's ``A``.  Recovered as loops, the
+    parameter is one variable for every thread and block: the update would be applied once per
+    thread, cumulatively.  Each top-level (straight-line) write of a scalar or pointer parameter
+    ``P op= e`` becomes the declaration of a fresh local ``T P_1 = P op e;`` and later statements
+    read ``P_1``; being write-once, a pure block-uniform one is computed once per block before
+    the thread loops (``hoist_pure``).  Writes nested in loops or branches then modify the
+    local, which the rest of the pass keeps per thread as it does any local."""
+    ptypes = {p.name: p.type for p in params if isinstance(p.type, (N.Scalar, N.Pointer))}
+    cur = {}
+
+    def sub(x):
+        if not cur:
+            return x
+        return rewrite(x, lambda n: N.Var(cur[n.name], loc=n.loc) if isinstance(n, N.Var) and n.name in cur else n)
+
+    def update(s):
+        """(param, new value over the current names) for a top-level write of a parameter."""
+        if isinstance(s, N.Assign) and isinstance(s.target, N.Var) and s.target.name in ptypes:
+            p = s.target.name
+            old = N.Var(cur.get(p, p))
+            if s.op == "=":
+                return p, sub(s.value)
+            if s.op in ("+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="):
+                return p, N.BinOp(s.op[:-1], old, sub(s.value))
+            return None
+        if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.UnOp) and s.expr.op in ("++", "--", "p++", "p--") \
+                and isinstance(s.expr.operand, N.Var) and s.expr.operand.name in ptypes:
+            p = s.expr.operand.name
+            return p, N.BinOp("+" if "++" in s.expr.op else "-", N.Var(cur.get(p, p)), _c(1))
+        return None
+
+    out = []
+    for s in stmts:
+        u = update(s)
+        if u is None:
+            out.append(sub(s))
+            continue
+        p, value = u
+        name = _fresh(p, taken)
+        ty = ptypes[p]
+        ty = ty.with_(const=False) if isinstance(ty, N.Pointer) else _unconst(ty)
+        out.append(N.Decl(name, ty, value, "local", loc=s.loc))
+        cur[p] = name
+    return tuple(out)
+
+
 # ============================================================================ intrinsics → C
+# CUDA/HIP bit casts: C has none, so the C program gets a small helper (a byte copy, exact in C
+# and C++) for each one it uses: name -> (helper, result type, argument type)
+_BITCASTS = {"__float_as_int": ("xp_float_as_int", "int", "float"),
+             "__int_as_float": ("xp_int_as_float", "float", "int"),
+             "__float_as_uint": ("xp_float_as_uint", "unsigned int", "float"),
+             "__uint_as_float": ("xp_uint_as_float", "float", "unsigned int")}
 _RENAME = {"__expf": "expf", "__logf": "logf", "__powf": "powf", "__fsqrt_rn": "sqrtf"}
 _ATOMIC_OPS = {"atomicAdd": "+=", "atomicSub": "-=", "atomicAnd": "&=", "atomicOr": "|=", "atomicExch": "="}
 
@@ -612,6 +666,8 @@ def _lower_intrinsics(stmts, owner: str, vec2: N.Vector | None = None, env=None)
         return s
 
     def fn(n):
+        if isinstance(n, N.Call) and n.func in _BITCASTS and len(n.args) == 1:
+            return n.with_(func=_BITCASTS[n.func][0])
         if isinstance(n, N.Call):
             h2 = _lower_half2(n, vec2)
             return n if h2 is None else h2
@@ -741,6 +797,209 @@ def _taint(stmts, sources: set) -> set:
     while visit(N.Block(tuple(stmts)), False):
         pass
     return tainted
+
+
+# ============================================================================ warp-uniform branches
+def _warp_uniform(e, tl, warp: int, tainted: set, defs: dict, depth: int = 0) -> bool:
+    """``e`` has one value for all lanes of any warp: the lanes of a warp are ``warp``
+    consecutive linear thread ids (``t = (tz * BY + ty) * BX + tx``).  A thread level whose
+    stride (the product of the inner extents) is a multiple of the warp size is warp-uniform;
+    below that, ``v / k`` (``v >> b``) and ``v < c`` (``<=``, ``>``, ``>=``) are, when they
+    cut ``v`` at multiples of ``warp / stride`` (``tid < 32``, ``tid / 32 == 0`` with 256
+    threads).  Anything else that reads a thread index is not."""
+    if depth > 20:
+        return False
+    stride, info = 1, {}
+    for lv in reversed(tl):
+        if not _is_const(lv.extent):
+            return False
+        info[lv.var] = (stride, lv.extent.value, lv is tl[0])
+        stride *= lv.extent.value
+
+    def cut_ok(v, k):       # v / k takes one value per warp
+        s, x, outermost = info[v]
+        return k > 0 and (s * k) % warp == 0 and (outermost or x % k == 0)
+
+    def const(x):
+        x = _fold(x)
+        return x.value if _is_const(x) and isinstance(x.value, int) and not isinstance(x.value, bool) else None
+
+    def level_var(x):
+        while isinstance(x, N.Cast):
+            x = x.expr
+        if isinstance(x, N.Var) and x.name in defs and x.name not in info:
+            return level_var(defs[x.name])
+        return x.name if isinstance(x, N.Var) and x.name in info else None
+
+    def uni(x) -> bool:
+        if x is None or isinstance(x, (N.Const, N.SizeOf)):
+            return True
+        if isinstance(x, N.Var):
+            if x.name in info:
+                return info[x.name][0] % warp == 0
+            if x.name in defs:
+                return _warp_uniform(defs[x.name], tl, warp, tainted, defs, depth + 1)
+            return x.name not in tainted
+        if isinstance(x, N.BinOp):
+            v = level_var(x.lhs)
+            if v is not None and info[v][0] % warp != 0:
+                c = const(x.rhs)
+                if c is None:
+                    return False
+                if x.op == "/":
+                    return cut_ok(v, c)
+                if x.op == ">>":
+                    return 0 <= c < 31 and cut_ok(v, 1 << c)
+                k = warp // info[v][0] if warp % info[v][0] == 0 else None
+                if k is None:
+                    return False
+                if x.op in ("<", ">="):
+                    return c % k == 0 and cut_ok(v, k)
+                if x.op in ("<=", ">"):
+                    return (c + 1) % k == 0 and cut_ok(v, k)
+                return False
+            v = level_var(x.rhs)
+            if v is not None and info[v][0] % warp != 0 and x.op in ("<", ">=", "<=", ">"):
+                flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[x.op]
+                return uni(N.BinOp(flip, x.rhs, x.lhs))
+            return uni(x.lhs) and uni(x.rhs)
+        if isinstance(x, N.UnOp) and x.op in ("-", "+", "!", "~"):
+            return uni(x.operand)
+        if isinstance(x, N.Cast):
+            return uni(x.expr)
+        if isinstance(x, N.Cond):
+            return uni(x.cond) and uni(x.then) and uni(x.else_)
+        return False
+
+    return uni(e)
+
+
+def _distribute_warp_branches(stmts, tl, warp: int, tainted: set):
+    """``if (tid < 32) { A; __syncwarp(); B; }`` (the warp-synchronous tail of a reduction):
+    the condition is thread-dependent, but every lane of a warp takes the same branch, so each
+    warp either runs the whole body, barriers included, or none of it.  Such an ``if`` is
+    distributed over its warp barriers, ``if (c) {A} __syncwarp(); if (c) {B}``, and over the
+    block-uniform loops that hold them, after which the barriers stand under uniform control and
+    cut phases as usual.  Exact when ``c`` reads nothing the body writes (every piece sees the
+    value the ``if`` saw) and has no side effect; a run where all warps pass every barrier is one
+    of the schedules the source allows.  Declarations in the body are split into a declaration
+    before the pieces and an assignment in its piece (names are unique by now).  Anything else
+    (a block barrier, a thread-dependent loop around a barrier, a return) is left as it was, to
+    be refused as before."""
+    defs = {}
+    mod = _modified_vars(N.Block(tuple(stmts)))
+    for n in walk(tuple(stmts)):
+        if isinstance(n, N.Decl) and n.init is not None and not isinstance(n.type, N.Array) and \
+                n.name not in mod and _pure(n.init):
+            defs[n.name] = n.init
+
+    def only_warp_barriers(node):
+        return all(n.kind in ("warp",) + NOOP_KINDS for n in walk(node) if isinstance(n, N.Barrier))
+
+    local_taint = [tainted]
+
+    def pure_header(*xs):
+        return all(x is None or (_pure(x) and not (_vars(x) & local_taint[0])) for x in xs)
+
+    def next_ok(x):     # k >>= 1, ++k, k = k + s: a counter update with a pure uniform value
+        if x is None or isinstance(x, N.UnOp) and x.op in ("++", "--", "p++", "p--") and \
+                isinstance(x.operand, N.Var):
+            return True
+        if isinstance(x, N.ExprStmt):
+            return next_ok(x.expr)
+        if isinstance(x, (N.Assign, N.AssignExpr)) and isinstance(x.target, N.Var):
+            return pure_header(x.value)
+        return False
+
+    class _No(Exception):
+        pass
+
+    def dist(cond, body, cvars):
+        """The statements of ``body`` with ``cond`` pushed down to the barrier-free runs."""
+        out, run = [], []
+
+        def flush():
+            if any(not isinstance(x, N.Comment) for x in run):
+                out.append(N.If(cond, N.Block(tuple(run))))
+            else:
+                out.extend(run)
+            run.clear()
+
+        for s in body:
+            if isinstance(s, N.Comment):
+                run.append(s)
+            elif isinstance(s, N.Decl):
+                if isinstance(s.type, N.Array) and s.init is not None or "static" in s.storage:
+                    raise _No
+                if s.init is None:
+                    out.append(s)
+                else:
+                    out.append(s.with_(type=_unconst(s.type) if not isinstance(s.type, N.Pointer)
+                                       else s.type.with_(const=False), init=None))
+                    run.append(N.Assign(N.Var(s.name), "=", s.init, loc=s.loc))
+            elif not _has_sync(s):
+                if any(isinstance(n, (N.Return, N.Break, N.Continue)) for n in walk(s)):
+                    raise _No
+                run.append(s)
+            elif isinstance(s, N.Barrier):
+                flush()
+                out.append(s)
+            elif isinstance(s, N.Block):
+                flush()
+                out.extend(dist(cond, s.stmts, cvars))
+            elif isinstance(s, N.For) and pure_header(s.lo, s.hi, s.step) and s.var not in cvars and \
+                    s.var not in _modified_vars(s.body):
+                flush()
+                out.append(s.with_(body=N.Block(tuple(dist(cond, _as_block(s.body).stmts, cvars)))))
+            elif isinstance(s, N.CFor) and pure_header(s.cond) and next_ok(s.next) and (
+                    s.init is None or isinstance(s.init, N.Decl) and pure_header(s.init.init)) and \
+                    not ((_modified_vars(s.next) if s.next is not None else set()) & (
+                        cvars | _modified_vars(_as_block(s.body)))):
+                flush()
+                out.append(s.with_(body=N.Block(tuple(dist(cond, _as_block(s.body).stmts, cvars)))))
+            elif isinstance(s, N.If) and s.else_ is None and _pure(s.cond) and \
+                    _warp_uniform(s.cond, tl, warp, local_taint[0], defs) and not (_vars(s.cond) & _modified_vars(s.then)):
+                flush()
+                both = N.BinOp("&&", cond, s.cond)
+                out.extend(dist(both, _as_block(s.then).stmts, cvars | _vars(s.cond)))
+            else:
+                raise _No
+        flush()
+        return out
+
+    def visit(seq):
+        res = []
+        for s in seq:
+            if isinstance(s, N.If) and _has_sync(s.then) and bool(_vars(s.cond) & tainted) and \
+                    (s.else_ is None or not _has_sync(s.else_)) and only_warp_barriers(s.then) and \
+                    _pure(s.cond) and _warp_uniform(s.cond, tl, warp, tainted, defs) and \
+                    not (_vars(s.cond) & _modified_vars(s.then)):
+                # thread dependence inside the branch, apart from the branch's own control
+                inner = {n.name for n in walk(s.then) if isinstance(n, N.Decl)} | {
+                    n.var for n in walk(s.then) if isinstance(n, N.For)}
+                local_taint[0] = _taint(_as_block(s.then).stmts, tainted - inner)
+                try:
+                    pieces = dist(s.cond, _as_block(s.then).stmts, _vars(s.cond))
+                except _No:
+                    res.append(s)
+                    continue
+                if s.else_ is not None:     # the other warps' branch runs with the first piece
+                    pieces.insert(0, N.If(N.UnOp("!", s.cond), s.else_, loc=s.loc))
+                res.append(N.Block(tuple(pieces), loc=s.loc))
+            elif isinstance(s, N.Block):
+                res.append(s.with_(stmts=tuple(visit(s.stmts))))
+            elif isinstance(s, N.If):
+                res.append(s.with_(then=N.Block(tuple(visit(_as_block(s.then).stmts))),
+                                   else_=None if s.else_ is None else N.Block(tuple(visit(_as_block(s.else_).stmts)))))
+            elif isinstance(s, (N.For, N.CFor, N.While)):
+                res.append(s.with_(body=N.Block(tuple(visit(_as_block(s.body).stmts)))))
+            else:
+                res.append(s)
+        return res
+
+    if not tl or not any(isinstance(n, N.Barrier) and n.kind == "warp" for n in walk(tuple(stmts))):
+        return tuple(stmts)
+    return tuple(visit(stmts))
 
 
 # ============================================================================ fission structure
@@ -971,10 +1230,15 @@ class _Recovery:
         # helpers that read builtins get them as extra parameters
         helpers, body = self._thread_helpers(helpers, body, cfg)
         body = self._replace_builtins(body, cfg, fn.name)
+        body = _param_updates_as_locals(body, fn.params, names_in_use)
 
         thread_vars = {lv.var for lv in cfg.thread_levels}
         self.has_block_loops = bool(cfg.block_levels)
         tainted = _taint(body, thread_vars)
+        warp = cfg.builtins.get("warpSize")
+        if _is_const(warp) and cfg.thread_levels:
+            body = _distribute_warp_branches(body, cfg.thread_levels, warp.value, tainted)
+            tainted = _taint(body, thread_vars)
 
         # BANG: file-scope SRAM (__mlu_shared__) is one buffer per cluster, like SRAM declared in
         # the kernel: unless a helper the kernel still calls names it, it joins the kernel's body
@@ -1252,6 +1516,11 @@ class _Recovery:
                 hoisted.append(s0)
                 if stmts and isinstance(stmts[0], N.Comment) and stmts[0].trailing:
                     hoisted.append(stmts.pop(0))
+            # a moved store is block-uniform (its target is not thread-dependent, so neither is
+            # its value): an expanded variable it reads (``block_sum_result = total`` after an
+            # inlined block reduction, ``total`` accumulated by every thread alike) holds the same
+            # value in every thread's slot, and the previous phase has filled them all: thread 0's
+            hoisted = [self._outer_expr(s0, expand) if isinstance(s0, N.Assign) else s0 for s0 in hoisted]
             stmts = pre + stmts
             # a recomputable value this phase no longer reads (its readers are elsewhere) is dropped
             changed = True
@@ -1435,6 +1704,11 @@ class _Recovery:
             if isinstance(n, N.Vector):
                 vec[n.spelling] = n
         pre = [N.Directive(h, "include") for h in heads]
+        called = {n.func for n in walk(tuple(items)) if isinstance(n, N.Call)}
+        for helper, rt, at in _BITCASTS.values():
+            if helper in called:
+                pre.append(N.Directive(f"static inline {rt} {helper}({at} v) {{ {rt} r; "
+                                       f"__builtin_memcpy(&r, &v, sizeof r); return r; }}", "other"))
         for sp, v in sorted(vec.items()):
             if any(isinstance(t, N.Typedef) and t.name == sp for t in items):
                 continue

@@ -270,6 +270,8 @@ class SimtHooks:
             else:
                 tail = [s.with_(init=None), loop(e, 0, 4, assign(ix(s.name, N.Var(e)), ix(res, N.Var(e))))]
             return [N.Block(tuple(pre + tail), loc=s.loc)] if isinstance(s, N.Assign) else pre + tail
+        if any(_name(n) in L_warp.MBCNT for n in walk(s)):       # lane counts: an expression each
+            s = rewrite(s, lambda n: L_warp.lower_mbcnt(ctx, n) if _name(n) in L_warp.MBCNT else n)
         colls = _collectives_in(s)
         if colls:
             if not ctx.uniform[-1]:

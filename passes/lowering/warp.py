@@ -17,10 +17,17 @@ SHFL = {"__shfl_sync": "idx", "__shfl_up_sync": "up", "__shfl_down_sync": "down"
         "__shfl": "idx", "__shfl_up": "up", "__shfl_down": "down", "__shfl_xor": "xor",
         # AMD: the value of the wave's first active lane; with every lane active (the uniform
         # control flow assumed here) that is lane 0: __shfl(v, 0, 64)
-        "__builtin_amdgcn_readfirstlane": "first"}
+        "__builtin_amdgcn_readfirstlane": "first",
+        # AMD: ds_bpermute(addr, v) gives each lane the v of lane (addr / 4) mod the wave size
+        # (a byte address into the wave's registers, 4 bytes a lane): __shfl(v, (addr >> 2) & 63, 64)
+        "__builtin_amdgcn_ds_bpermute": "bpermute"}
+# AMD lane counts (no exchange): mbcnt_lo(m, acc) = acc + the set bits of m below the lane in
+# lanes 0..31, mbcnt_hi(m, acc) the same over lanes 32..63; with m = ~0u these are the lane id
+# clamped to each half (the idiom mbcnt_hi(~0u, mbcnt_lo(~0u, 0)) is the lane id in the wave)
+MBCNT = {"__builtin_amdgcn_mbcnt_lo": "lo", "__builtin_amdgcn_mbcnt_hi": "hi"}
 VOTE = {"__ballot_sync": "ballot", "__any_sync": "any", "__all_sync": "all",
         "__ballot": "ballot", "__any": "any", "__all": "all"}
-NAMES = frozenset(SHFL) | frozenset(VOTE)
+NAMES = frozenset(SHFL) | frozenset(VOTE) | frozenset(MBCNT)
 
 
 def warp_size(dialect: str) -> int:
@@ -29,6 +36,10 @@ def warp_size(dialect: str) -> int:
 
 def result_type(ctx, call):
     name = call.func if isinstance(call, N.Call) else call.name
+    if name in MBCNT:
+        return scalar("uint32", "unsigned int")
+    if name in SHFL and SHFL[name] == "bpermute":      # int __builtin_amdgcn_ds_bpermute(int, int)
+        return scalar("int32", "int")
     if name in SHFL:
         val = call.args[1] if name.endswith("_sync") else call.args[0]
         t = ctx.env.type_of(val)
@@ -53,6 +64,8 @@ def lower(ctx, call, result: str, barrier):
             args = args[1:]
         if kind == "first":
             kind, args = "idx", [args[0], c(0), c(W)]
+        elif kind == "bpermute":
+            kind, args = "idx", [args[1], b("&", b(">>", args[0], 2), W - 1), c(W)]
         val, arg = args[0], args[1]
         width = args[2] if len(args) > 2 else c(W)
         buf = ctx.hooks.buffer(ctx, "xch", rt, 1024)
@@ -93,3 +106,33 @@ def lower(ctx, call, result: str, barrier):
         out += [decl(result, rt, c(1)), loop(l, 0, W, N.If(N.UnOp("!", got), assign(result, c(0))))]
     out.append(barrier())
     return out
+
+
+def _full_mask(e) -> bool:
+    """``~0u``, ``0xffffffff``, ``-1``: every lane of a 32-lane half."""
+    if isinstance(e, N.Cast):
+        return _full_mask(e.expr)
+    if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value & 0xFFFFFFFF == 0xFFFFFFFF
+    if isinstance(e, N.UnOp) and e.op == "~" and isinstance(e.operand, N.Const):
+        return e.operand.value == 0
+    if isinstance(e, N.UnOp) and e.op == "-" and isinstance(e.operand, N.Const):
+        return e.operand.value == 1
+    return False
+
+
+def lower_mbcnt(ctx, call):
+    """The value of ``__builtin_amdgcn_mbcnt_lo/hi(~0u, acc)`` as an expression over the lane id
+    (``tid % 64``); another mask is refused (its bit count below the lane is not written here)."""
+    name = call.func if isinstance(call, N.Call) else call.name
+    m, acc = list(call.args)
+    if not _full_mask(m):
+        ctx.refuse(f"{name} with a mask other than ~0u")
+    W = warp_size(ctx.dialect)
+    lane = b("%", N.Var(ctx.hooks.tid(ctx)), W)
+    half = W // 2
+    if MBCNT[name] == "lo":
+        below = cond(b("<", lane, half), lane, c(half))
+    else:
+        below = cond(b("<", lane, half), c(0), b("-", lane, half))
+    return add(acc, N.Cast(scalar("uint32", "unsigned int"), below))
