@@ -96,3 +96,20 @@ def test_a_correct_kernel_verifies_on_both(tmp_path, fake_gpu, monkeypatch):
     assert v.verified, [f.message for f in v.failures]
     assert v.substrate == "hw:nvidia-fake + emu:simt-cpu"
     assert v.runs == 2 * 2 * len(v.instances)
+
+
+def test_a_native_cpu_substrate_runs_once(tmp_path, monkeypatch):
+    """Only a GPU gets the emulator beside it: a c kernel on the native CPU substrate (hw:cpu-…) is
+    one substrate (on the GPU machine a c verdict once read 'hw:cpu-avx512vnni + hw:cpu-avx512vnni')."""
+    from xpiler.platforms import c as CP
+    monkeypatch.delenv("XPILER_SUBSTRATE", raising=False)
+    monkeypatch.setattr(CP.CPlatform, "substrate", lambda self: "hw:cpu-fake")
+    (tmp_path / "twice.c").write_text("void twice(const float* x, float* y, int n) {\n"
+                                      "    for (int i = 0; i < n; i++) y[i] = 2.0f * x[i];\n}\n")
+    (tmp_path / "twice.c.toml").write_text(SPEC.replace('dialect = "cuda"', 'dialect = "c"')
+                                           .split("[launch]")[0] + "[[args]]" + SPEC.split("[[args]]", 1)[1])
+    (tmp_path / "ref.py").write_text("def twice(x, n):\n    return 2.0 * x\n")
+    v = tester.test_kernel(tmp_path / "twice.c", tmp_path / "twice.c.toml", seeds=(0,), jobs=1)
+    assert v.verified, [f.message for f in v.failures]
+    assert v.substrate == "hw:cpu-fake"
+    assert v.runs == len(v.instances)

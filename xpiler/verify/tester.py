@@ -331,7 +331,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         try:
             runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
             runners = [runner]
-            if runner.substrate.startswith("hw:") and os.environ.get("XPILER_SUBSTRATE", "auto") != "hw":
+            if runner.substrate.startswith("hw:nvidia") and os.environ.get("XPILER_SUBSTRATE", "auto") != "hw":
                 # a GPU run has no AddressSanitizer and one (the hardware's) thread schedule: a race,
                 # a dropped barrier or an out-of-bounds read inside an allocation goes unseen there.
                 # The emulator (ASan, seeded schedules) runs the same tests beside it; both must pass.
