@@ -19,6 +19,7 @@
 #ifndef XP_SIMT_H
 #define XP_SIMT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,56 @@
+"""The SIMT emulator declares the same standard names with and without AddressSanitizer.
+
+`ptrdiff_t` came only through the sanitizer's headers, so a kernel using it passed `xpiler test`
+(ASan build) but failed the migration's source check (plain build) as "the source fails its own
+test" (examples/wild/reverse/reverse_rows_ptr.cu)."""
+from __future__ import annotations
+
+import pytest
+
+from xpiler.verify.tester import compare_kernels
+
+KERNEL = """\
+__global__ void shift(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ptrdiff_t d = (x + i) - x;
+    size_t s = (size_t)d;
+    if (i < n) y[s] = x[d];
+}
+"""
+
+SPEC = """\
+entry = "shift"
+dialect = "cuda"
+[sizes]
+n = 70
+[launch]
+grid = ["cdiv(n, 32)", 1, 1]
+block = [32, 1, 1]
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+[reference]
+python = "ref.py:shift"
+"""
+
+
+@pytest.mark.parametrize("sanitize", [True, False])
+def test_ptrdiff_t_builds_with_and_without_asan(tmp_path, monkeypatch, sanitize):
+    monkeypatch.setenv("XPILER_SUBSTRATE", "emu")
+    (tmp_path / "shift.cu").write_text(KERNEL)
+    (tmp_path / "shift.cu.toml").write_text(SPEC)
+    (tmp_path / "ref.py").write_text("def shift(x, n):\n    return x.copy()\n")
+    v = compare_kernels(tmp_path / "shift.cu", tmp_path / "shift.cu.toml", seeds=(0,), sanitize=sanitize, jobs=1)
+    assert v.verified, [f.message for f in v.failures]
