@@ -54,3 +54,11 @@ def test_ptrdiff_t_builds_with_and_without_asan(tmp_path, monkeypatch, sanitize)
     (tmp_path / "ref.py").write_text("def shift(x, n):\n    return x.copy()\n")
     v = compare_kernels(tmp_path / "shift.cu", tmp_path / "shift.cu.toml", seeds=(0,), sanitize=sanitize, jobs=1)
     assert v.verified, [f.message for f in v.failures]
+
+
+def test_ptrdiff_t_needs_stddef_even_with_stdlib():
+    from xpiler.platforms.prelude import missing_headers
+    text = "#include <stdlib.h>\nvoid f(float* a, float* b) { ptrdiff_t d = b - a; size_t s = (size_t)d; a[s] = 0; }\n"
+    needs = missing_headers(text, "c")
+    assert [(n.header, n.use) for n in needs] == [("stddef.h", "ptrdiff_t")]
+    assert missing_headers("#include <stdlib.h>\nvoid f(size_t n) { (void)n; }\n", "c") == []

@@ -93,7 +93,9 @@ RULES = (
     _Rule("limits", _rx(r"\bstd\s*::\s*numeric_limits\b"), ("limits",), ("c", "cuda", "hip"), "cxx"),
     _Rule("stdint.h", _rx(r"\b(?:u?int(?:8|16|32|64)_t|u?intptr_t|INT(?:8|16|32|64)_(?:MAX|MIN)|UINT(?:8|16|32|64)_MAX)\b"),
           ("stdint.h", "cstdint", "inttypes.h", "cinttypes")),
-    _Rule("stddef.h", _rx(r"\b(?:size_t|ptrdiff_t)\b"),
+    # ptrdiff_t is only guaranteed by <stddef.h>; size_t comes with many headers
+    _Rule("stddef.h", _rx(r"\bptrdiff_t\b"), ("stddef.h", "cstddef")),
+    _Rule("stddef.h", _rx(r"\bsize_t\b"),
           ("stddef.h", "cstddef", "stdlib.h", "cstdlib", "stdio.h", "cstdio", "string.h", "cstring", "stdint.h",
            "cstdint", "math.h", "cmath", "immintrin.h", "algorithm", "omp.h")),
     _Rule("stdbool.h", _rx(r"\b(?:bool|true|false)\b"), ("stdbool.h",), ("c",), "c"),
@@ -138,7 +140,7 @@ def missing_headers(text: str, dialect: str, *, cxx: bool = False) -> list[Heade
     for r in RULES:
         if dialect not in r.dialects or (r.lang == "c" and cxx) or (r.lang == "cxx" and not cxx):
             continue
-        if any(p in included for p in r.provided_by):
+        if any(p in included for p in r.provided_by) or any(n.header == r.header for n in need):
             continue
         for m in r.uses.finditer(code):
             word = m.group(0).rstrip("( \t")
