@@ -1704,6 +1704,9 @@ class _Recovery:
             if isinstance(n, N.Vector):
                 vec[n.spelling] = n
         pre = [N.Directive(h, "include") for h in heads]
+        if prog.dialect == "bang":
+            items, predef = _bang_predefines(items)
+            pre += predef
         called = {n.func for n in walk(tuple(items)) if isinstance(n, N.Call)}
         for helper, rt, at in _BITCASTS.values():
             if helper in called:
@@ -1734,6 +1737,33 @@ class _Recovery:
         while items and isinstance(items[0], N.Comment):
             lead.append(items.pop(0))
         return prog.with_(dialect="c", items=tuple(lead + pre + items))
+
+
+# what the BANG compiler predefines (the values our BANG emulator models, xp_bang.h): kept as
+# macros in a program that leaves BANG, so a source's `#define SEG (__MLU_NRAM_SIZE__ * 1024 / 4)`
+# still means what it meant
+_BANG_PREDEFINED = {"__MLU_NRAM_SIZE__": 512, "__MLU_WRAM_SIZE__": 1024, "__MLU_SRAM_SIZE__": 2048}
+# core-kind queries: the emulated (and migrated) program runs on compute cores only
+_BANG_CORE_KIND = {"__is_mpu": 0, "__is_ipu": 1}
+
+
+def _bang_predefines(items):
+    """``items`` with ``__is_mpu()``/``__is_ipu()`` folded to constants, and the ``#define``s of the
+    BANG compiler's predefined sizes the program still names."""
+    def fold(n):
+        if isinstance(n, N.Call) and n.func in _BANG_CORE_KIND and not n.args:
+            return _c(_BANG_CORE_KIND[n.func])
+        return n
+    items = [rewrite(it, fold) for it in items]
+    # a macro body is text, not IR: BANG's `half` there is C's _Float16 (as the IR types become)
+    import re as _re
+    items = [it.with_(text=_re.sub(r"\bhalf\b", "_Float16", it.text))
+             if isinstance(it, N.Directive) and it.kind == "define" else it for it in items]
+    text = " ".join(it.text for it in items if isinstance(it, N.Directive)) + " " + " ".join(
+        getattr(n, "name", "") for n in walk(tuple(items)) if isinstance(n, N.Var))
+    defs = [N.Directive(f"#define {k} {v}", "define") for k, v in _BANG_PREDEFINED.items()
+            if k in text]
+    return items, defs
 
 
 def _elem_c(t) -> str:

@@ -62,3 +62,25 @@ def test_ptrdiff_t_needs_stddef_even_with_stdlib():
     needs = missing_headers(text, "c")
     assert [(n.header, n.use) for n in needs] == [("stddef.h", "ptrdiff_t")]
     assert missing_headers("#include <stdlib.h>\nvoid f(size_t n) { (void)n; }\n", "c") == []
+
+
+def test_bang_predefines_survive_leaving_bang():
+    """A BANG source's compiler predefines and core-kind queries mean the same after loop recovery
+    (examples/wild/relu/relu_half_seg.mlu, mul/mul_scalar_mpu_guard.mlu)."""
+    from xpiler.frontend import parse_text
+    from xpiler.passes import loop_recovery
+    from xpiler.printers import print_program
+    src = """#include <bang.h>
+#define SEG ((__MLU_NRAM_SIZE__ * 1024 / 4) / sizeof(half))
+__mlu_global__ void k(half* x, half* y, int n) {
+  if (__is_mpu()) { return; }
+  for (int i = taskId; i < n; i += taskDim) { y[i] = x[i] + (half)(SEG > 0 ? 0 : 1); }
+}
+"""
+    prog = parse_text(src, "bang", "k.mlu")
+    out = loop_recovery.apply(prog, entry="k", launch={"dim": [4, 1, 1], "func_type": "block"})
+    out = out[0] if isinstance(out, tuple) else out
+    text = print_program(out, "c")
+    assert "#define __MLU_NRAM_SIZE__ 512" in text
+    assert "sizeof(_Float16)" in text and "sizeof(half)" not in text
+    assert "__is_mpu" not in text
