@@ -183,6 +183,11 @@ def _real_compile_gate(dialect: str, path: Path, v: Verdict) -> None:
     if not r.get("ok"):
         err = r.get("error") or {}
         msg = err.get("message") if isinstance(err, dict) and err.get("message") else (r.get("log") or "")[-300:]
+        if re.fullmatch(r"\d+ errors? generated.*", msg.strip()):
+            # clang's closing count says nothing: name the first error itself (e.g. a stack frame
+            # over the target's limit, which has no source location)
+            first = next((ln.strip() for ln in (r.get("log") or "").splitlines() if "error:" in ln), None)
+            msg = first or msg
         v.verified = False
         v.failures.append(RunFailure("XP2005" if dialect == "hip" else "XP2001",
                                      f"the real {arch} compiler rejects the kernel: {msg}", "-", -1,
