@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from spec_text import elementwise_spec
 from xpiler.verify.tester import compare_kernels
 
 KERNEL = """\
@@ -18,32 +19,7 @@ __global__ void shift(const float* x, float* y, int n) {
 }
 """
 
-SPEC = """\
-entry = "shift"
-dialect = "cuda"
-[sizes]
-n = 70
-[launch]
-grid = ["cdiv(n, 32)", 1, 1]
-block = [32, 1, 1]
-[[args]]
-name = "x"
-dtype = "float32"
-shape = ["n"]
-role = "in"
-[[args]]
-name = "y"
-dtype = "float32"
-shape = ["n"]
-role = "out"
-[[args]]
-name = "n"
-dtype = "int32"
-role = "scalar"
-value = "n"
-[reference]
-python = "ref.py:shift"
-"""
+SPEC = elementwise_spec("shift", "cuda", n=70, block=32, reference="ref.py:shift")
 
 
 @pytest.mark.parametrize("sanitize", [True, False])

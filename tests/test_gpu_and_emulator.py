@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from spec_text import elementwise_spec
 from xpiler.platforms.cuda import CudaPlatform
 from xpiler.verify import tester
 
@@ -23,32 +24,7 @@ __global__ void twice(const float* x, float* y, int n) {
 }
 """
 
-SPEC = """\
-entry = "twice"
-dialect = "cuda"
-[sizes]
-n = 100
-[launch]
-grid = ["cdiv(n, 64)", 1, 1]
-block = [64, 1, 1]
-[[args]]
-name = "x"
-dtype = "float32"
-shape = ["n"]
-role = "in"
-[[args]]
-name = "y"
-dtype = "float32"
-shape = ["n"]
-role = "out"
-[[args]]
-name = "n"
-dtype = "int32"
-role = "scalar"
-value = "n"
-[reference]
-python = "ref.py:twice"
-"""
+SPEC = elementwise_spec("twice", "cuda", n=100, block=64, reference="ref.py:twice")
 
 
 @pytest.fixture
@@ -106,8 +82,7 @@ def test_a_native_cpu_substrate_runs_once(tmp_path, monkeypatch):
     monkeypatch.setattr(CP.CPlatform, "substrate", lambda self: "hw:cpu-fake")
     (tmp_path / "twice.c").write_text("void twice(const float* x, float* y, int n) {\n"
                                       "    for (int i = 0; i < n; i++) y[i] = 2.0f * x[i];\n}\n")
-    (tmp_path / "twice.c.toml").write_text(SPEC.replace('dialect = "cuda"', 'dialect = "c"')
-                                           .split("[launch]")[0] + "[[args]]" + SPEC.split("[[args]]", 1)[1])
+    (tmp_path / "twice.c.toml").write_text(elementwise_spec("twice", "c", n=100, reference="ref.py:twice"))
     (tmp_path / "ref.py").write_text("def twice(x, n):\n    return 2.0 * x\n")
     v = tester.test_kernel(tmp_path / "twice.c", tmp_path / "twice.c.toml", seeds=(0,), jobs=1)
     assert v.verified, [f.message for f in v.failures]
