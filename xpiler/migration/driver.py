@@ -213,10 +213,8 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
     kernel parameters (launch_sizes.py; ``prog``'s launches already pass them). A translated
     launcher keeps the source launcher's parameters, so it is tested with ``ospec`` less those
     added arguments; a generated one (no launcher in the source) takes the kernel's."""
-    from ..ir.nodes import Launch
-    from ..ir.visit import walk
     from ..printers import print_program
-    from .host import attach_host, migrate_host, test_host_launcher
+    from .host import attach_host, migrate_host, source_launchers, test_host_launcher
     kernel_text = stage.text
     try:
         kspec = kspec or sspec
@@ -230,8 +228,7 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
         full = attach_host(stage.program, funcs, to)
         text = print_program(full, to)
         out.write_text(text)
-        translated = any(f.kind == "host" and f.body is not None and f.name != "main"
-                         and any(isinstance(n, Launch) for n in walk(f.body)) for f in prog.funcs)
+        translated = bool(source_launchers(prog))
         hspec = replace(ospec, args=ospec.args[:len(sspec.args)]) if translated and kspec is not sspec else ospec
         v = test_host_launcher(out, hspec, against=(src, sspec), host_fn=funcs[0].name, seeds=seeds, jobs=jobs,
                                timeout=timeout)

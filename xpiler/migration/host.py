@@ -498,13 +498,19 @@ def append_size_args(h: N.Func, kernel: str, size_args, macros: set) -> N.Func:
 
 
 # ----------------------------------------------------------------------------------- API
+def source_launchers(program: N.Program) -> list[N.Func]:
+    """The program's own host launchers: host functions (not main) that launch a kernel. Those are
+    translated; a program without one gets a launcher generated from its spec."""
+    return [f for f in program.funcs if f.kind == "host" and f.body is not None and f.name != "main"
+            and any(isinstance(n, N.Launch) for n in walk(f.body))]
+
+
 def migrate_host_ex(source_program: N.Program, target_dialect: str, kernel_entry: str, launch: dict,
                     kernel_params: list[str], *, spec=None, source_entry: str | None = None
                     ) -> tuple[list[N.Func], list[XPError]]:
     """``migrate_host`` returning ``(functions, XP4101 warnings)``."""
     src = source_program.dialect
-    hosts = [f for f in source_program.funcs if f.kind == "host" and f.body is not None and f.name != "main"
-             and any(isinstance(n, N.Launch) for n in walk(f.body))]
+    hosts = source_launchers(source_program)
     if source_entry is None:
         launched = {n.kernel for f in hosts for n in walk(f.body) if isinstance(n, N.Launch)}
         ks = [k.name for k in source_program.kernels]
