@@ -229,6 +229,10 @@ def unique_decls(func: N.Func) -> N.Func:
                 out.append(y)
             return s.with_(stmts=tuple(out)), env
         if isinstance(s, N.For):
+            if s.var_type is not None:
+                # ``for (int j ...)`` then ``int j = 0;`` later (C++ scoping): the later
+                # declaration must not share the loop variable's name in the view
+                used.add(s.var)
             inner = {k: v for k, v in env.items() if k != s.var}
             body, _ = st(s.body, inner)
             return s.with_(lo=ex(s.lo, env), hi=ex(s.hi, env), step=ex(s.step, env), body=body), env
