@@ -70,7 +70,7 @@ def test(src: str | Path, spec: str | Path | Spec | None = None, *, seeds: Seque
 def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir: str | Path = "out",
             llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None,
-            perf: bool = True, timeout: float = 120.0, force: bool = False):
+            perf: bool = True, timeout: float = 120.0, force: bool = False, max_evals: int | None = None):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
     Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
@@ -89,10 +89,15 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
     ``outdir/.xpiler-output``): any other file of the same name, or one edited since, is refused
     with XP1204 before anything is written, unless ``force=True``. The source, spec and
     reference are never overwritten (XP1208), not even with ``force``.
+
+    ``tune=True`` searches, after the plan verified a kernel, for a faster verified one (MCTS over
+    the target passes' steps, xpiler/schedule/; ``max_evals`` candidates at most, within
+    ``budget``; ``seed`` makes the search repeatable); docs/schedule.md.
     """
     from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
-                    jobs=jobs, resume=resume, progress=progress, perf=perf, timeout=timeout, force=force)
+                    jobs=jobs, resume=resume, progress=progress, perf=perf, timeout=timeout, force=force,
+                    max_evals=max_evals)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

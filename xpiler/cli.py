@@ -186,8 +186,8 @@ def cmd_migrate(a) -> int:
             sys.stderr.flush()
 
     r = migrate(a.src, to=a.to, spec=a.spec, outdir=a.outdir, llm=a.llm, proposer=a.proposer, budget=a.budget,
-                tune=False, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume, progress=progress,
-                perf=not a.no_perf, force=a.force)
+                tune=a.tune and not a.no_tune, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume,
+                progress=progress, perf=not a.no_perf, force=a.force, max_evals=a.max_evals)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -253,8 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="the longest one test run may take; candidates get a shorter limit derived from the "
                         "source's measured run time (default 120)")
-    m.add_argument("--no-tune", action="store_true",
-                   help="accepted for old scripts; tuning is not built, so no migration tunes (the log says tune: false)")
+    m.add_argument("--tune", action="store_true",
+                   help="after the kernel verifies, search for a faster verified one (MCTS over the target passes' "
+                        "steps, timed on hardware here or by the cost model; within --budget)")
+    m.add_argument("--no-tune", action="store_true", help="do not tune (the default; overrides --tune)")
+    m.add_argument("--max-evals", type=int, default=None, metavar="N",
+                   help="with --tune: test at most N candidates (default 60)")
     m.add_argument("--no-perf", action="store_true",
                    help="skip timing the verified kernel against its reference (done only on hardware substrates)")
     m.add_argument("--seed", type=int, default=0)

@@ -112,7 +112,6 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
     from .frontend import parse_file
     from .migration.driver import _instance_params, _launch_to_params, _launch_to_spec
     from .printers import print_program
-    from xpiler.passes.base import get as get_pass
 
     log_path = Path(log_path)
     try:
@@ -185,6 +184,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         raise XPError("XP4010", key="spec", file=log_path,
                       detail=f"its entry '{spec.entry}' is not a function of {src}") from None
     cur_text = print_program(prog, prog.dialect)
+    from .schedule.step import StepContext, apply_program
+    step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params))
 
     # 3. re-apply every applied step -------------------------------------------------------------
     res = ReplayResult(False, 0, None)
@@ -208,12 +209,7 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                 if _h(pre_text) != ev["in_hash"]:
                     raise XPError("XP4006", seq=ev["seq"], what=f"input of {ev['name']}", want=ev["in_hash"],
                                   got=_h(pre_text))
-                call = dict(ev["params"])
-                if ev["name"] == "loop_recovery":
-                    call.setdefault("launch", _launch_to_params(kspec.launch, kspec, params))
-                if ev["name"] == "binding":
-                    call.setdefault("instances", _instance_params(kspec, params))
-                if ev.get("proposer", "symbolic") != "symbolic":
+                if ev.get("proposer", "symbolic") not in ("symbolic", "search"):
                     # an LLM-proposed program: the log holds its text (the answer the model gave)
                     from .frontend import parse_text
                     if "program_text" not in ev:
@@ -221,8 +217,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                                       got="-")
                     out = (parse_text(ev["program_text"], ev["dialect"], f"<llm:{ev['name']}>"),
                            ev.get("launch") or pre_launch)
-                else:
-                    out = get_pass(ev["name"]).apply(pre_prog, entry=spec.entry, **call)
+                else:   # the migration's own code path (xpiler/schedule/step.py)
+                    out = apply_program(pre_prog, spec.entry, pre_launch, ev["name"], dict(ev["params"]), step_ctx)
                 new_prog, new_launch = out if isinstance(out, tuple) else (out, pre_launch)
                 new_text = print_program(new_prog, new_prog.dialect)
                 if _h(new_text) != ev["out_hash"]:

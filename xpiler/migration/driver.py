@@ -24,6 +24,7 @@ from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
 from .outdir import MARKER as OUT_MARKER, OutDir, migration_inputs, migration_outputs
 from .pipeline import REQUIRE, plans as default_plans
+from ..schedule.step import StepContext, apply_step
 from .stage import Stage, Step
 
 
@@ -331,6 +332,31 @@ sys.exit(1 if verdict.verified else 0)
     return script
 
 
+def _tune_stage(stage: Stage, to: str, test_stage, ctx, deadline: float, max_evals: int | None, seed: int, log, say,
+                steps: list, k_base: int, diags: list) -> Stage:
+    """``--tune``: MCTS from the verified kernel (xpiler/schedule/tune.py). The chosen steps are
+    logged as pass events (proposer ``search``) after the plan's, so replay folds over them."""
+    from ..schedule.tune import DEFAULT_MAX_EVALS, tune
+    # a share of what is left stays for the host launcher and the timing against the reference
+    left = (deadline - time.time()) * 0.85
+    if left <= 1.0:
+        diags.append(XPError("XP4020", what="the kernel was not tuned: the time budget was spent"))
+        return stage
+    say("tuning the verified kernel")
+    out = tune(stage, target=to, test=test_stage, ctx=ctx, budget_s=left, max_evals=max_evals or DEFAULT_MAX_EVALS,
+               seed=seed, log=log, say=say)
+    for i, st in enumerate(out.steps):
+        log.event("pass", step=k_base + i, name=st.pass_name, params=st.params, proposer="search", applied=True,
+                  in_hash=st.in_hash, out_hash=st.out_hash, dialect=out.stage.dialect, launch=out.stage.launch)
+    steps.extend(out.steps)
+    if out.result is not None:
+        r = out.result
+        gain = (f"{out.untuned_ms / out.tuned_ms:.2f}x faster than untuned"
+                if out.steps and out.untuned_ms and out.tuned_ms else "untuned kernel kept")
+        say(f"tuned: {len(out.steps)} step(s), {r.evaluations} candidates, {gain} ({out.source}; {r.stopped})")
+    return out.stage
+
+
 # -- the source first, and the time limits derived from it (docs/decisions.md) ----------------
 DEFAULT_TIMEOUT_S = 120.0   # the longest one child run may take (--timeout)
 SOURCE_CHECK_S = 60.0       # the source check's per-run limit: min(timeout, this), at least timeout / 2
@@ -339,11 +365,13 @@ RUN_LIMIT_FLOOR_S = 20.0    # …but never less than this (candidates run under 
                             # on an emulator where the source ran natively), and never more than timeout
 
 
-def check_run_options(*, budget: float | None = None, jobs: int | None = None, timeout: float | None = None) -> None:
+def check_run_options(*, budget: float | None = None, jobs: int | None = None, timeout: float | None = None,
+                      max_evals: int | None = None) -> None:
     """Refuse option values that would make a run meaningless (XP1223, bad input)."""
     import math
     for flag, value, ok, want in (
             ("--budget", budget, lambda v: math.isfinite(v) and v > 0, "seconds, > 0"),
+            ("--max-evals", max_evals, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
             ("--jobs", jobs, lambda v: isinstance(v, int) and v >= 1, "an integer >= 1"),
             ("--timeout", timeout, lambda v: math.isfinite(v) and v > 0, "seconds, > 0")):
         if value is not None and not ok(value):
@@ -408,14 +436,15 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             proposer: str = "symbolic", llm: str | None = None, budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
-            perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False) -> MigrationResult:
+            perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
+            max_evals: int | None = None) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
-    from xpiler.passes.base import PassError, get as get_pass
+    from xpiler.passes.base import PassError
 
     t0 = time.time()
     say = progress or (lambda msg: None)
-    check_run_options(budget=budget, jobs=jobs, timeout=timeout)
+    check_run_options(budget=budget, jobs=jobs, timeout=timeout, max_evals=max_evals)
     src, sspec = _resolve(src, spec)
     if to not in DIALECT_EXT:
         raise XPError("XP1004", value=to)
@@ -462,8 +491,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         "source_rel": _rel(src), "spec_rel": _rel(sspec.path) if sspec.path else None,
         "source_dialect": sspec.dialect, "target": to, "seeds": [seed, seed + 1, seed + 2],
         "llm": llm, "proposer": proposer,
-        # tuning is not built: the log never claims it (tune is always False)
-        "config": {"budget_s": budget, "tune": False, "jobs": jobs, "timeout_s": timeout, "run_limit_s": run_limit},
+        "config": {"budget_s": budget, "tune": bool(tune), "jobs": jobs, "timeout_s": timeout, "run_limit_s": run_limit,
+                   **({"max_evals": max_evals} if tune and max_evals else {})},
         "toolchains": toolchain_versions()})
     diags: list[XPError] = []
     steps: list[Step] = []
@@ -487,8 +516,6 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     out_of_time = None      # what the time budget cut, once it is spent (said in the diagnostics)
     if not src_verdict.verified:
         out_of_time = f"the source check was cut after {time.time() - t0:.1f} s"
-    if tune:
-        log.event("note", what="tune", detail="tuning was asked for but is not built; nothing was tuned")
 
     def test_stage(st: Stage, tag: str) -> tuple[Verdict, Path]:
         path = work / f"{tag}{DIALECT_EXT[st.dialect]}"
@@ -553,20 +580,12 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         done_steps = len({e.get("step") for e in rev if e["type"] == "pass" and e.get("step") is not None})
         log.event("note", what="resume", log=str(resume), steps_done=done_steps, verified_programs=len(tested))
 
+    # what loop recovery (the source launch over the kernel's parameter names) and binding (the
+    # sizes the migration is verified on) take from the migration; replay builds the same context
+    step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params))
+
     def run_symbolic(k, pname, pparams, cur: Stage):
-        mod = get_pass(pname)
-        call_params = dict(pparams)
-        if pname == "loop_recovery":
-            # gridDim/blockDim/taskDim of the source launch, over the kernel's parameter names
-            call_params.setdefault("launch", _launch_to_params(kspec.launch, kspec, params))
-        if pname == "binding":
-            # the sizes the migration is verified on (run-time sized local arrays, passes/runtime_arrays.py)
-            call_params.setdefault("instances", _instance_params(kspec, params))
-        res = mod.apply(cur.program, entry=cur.entry, **call_params)
-        new_prog, launch = (res if isinstance(res, tuple) else (res, cur.launch))
-        new = Stage(new_prog, new_prog.dialect, cur.entry, dict(launch), cur.steps)
-        new.text = _printer(new.dialect)(new_prog)
-        return new
+        return apply_step(Step(pname, pparams), cur, step_ctx)
 
     def try_candidate(k, pname, pparams, cur: Stage, new: Stage, who: str, text_in_log: bool):
         stage_texts.setdefault(new.hash, new.text)
@@ -718,6 +737,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
 
         k_base += len(plan)
 
+    if tune and verified_stage is not None and verified_stage.dialect == to:
+        verified_stage = _tune_stage(verified_stage, to, test_stage, step_ctx, deadline, max_evals, seed, log, say,
+                                     steps, k_base, diags)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,

@@ -5,20 +5,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from ..ir.nodes import Program
-
-
-@dataclass(frozen=True)
-class Step:
-    """One applied pass: what was done, with which parameters, by which proposer."""
-    pass_name: str
-    params: dict
-    proposer: str = "symbolic"
-    in_hash: str = ""
-    out_hash: str = ""
-
-    def to_json(self) -> dict:
-        return {"pass": self.pass_name, "params": self.params, "proposer": self.proposer,
-                "in_hash": self.in_hash, "out_hash": self.out_hash}
+from ..schedule.step import Step  # noqa: F401  (one Step for migrate, replay and the search)
 
 
 @dataclass

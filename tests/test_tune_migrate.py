@@ -1,0 +1,100 @@
+"""``xpiler migrate --tune``: the search runs from the verified kernel, logs every candidate, keeps
+the untuned kernel unless a candidate is faster when timed again, and replay re-derives the
+chosen kernel from the logged steps without searching."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xpiler.api import migrate
+from xpiler.replay import replay
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "examples" / "softmax" / "softmax.cu"
+
+
+def events(log):
+    return [json.loads(x) for x in Path(log).read_text().splitlines()[1:]]
+
+
+def fake_timer(monkeypatch, latency_of):
+    """Hardware timings replaced by ``latency_of(kernel text, call number)`` (the search logic is
+    what is tested here, not this machine's timer)."""
+    import xpiler.schedule.evaluator as E
+    import xpiler.schedule.tune as T
+    calls = []
+
+    def measure(path, spec, *, repeats=7, timeout_s=60.0):
+        calls.append(repeats)
+        return latency_of(Path(path).read_text(), len(calls)), "fake"
+    monkeypatch.setattr(E, "measure_kernel", measure)
+    monkeypatch.setattr(T, "source_for", lambda dialect, text: "hw:cpu-test")
+    return calls
+
+
+def test_tuned_kernel_is_chosen_when_the_retiming_confirms_it_and_replay_rederives_it(tmp_path, monkeypatch):
+    # a program with more loops (a split) is "faster" in this fake timing, always
+    fake_timer(monkeypatch, lambda text, n: 10.0 / (1 + text.count("for (")))
+    r = migrate(SRC, "c", outdir=tmp_path / "o", tune=True, max_evals=3, perf=False)
+    assert r.verified
+    ev = events(r.log_path)
+    kinds = [e["kind"] for e in ev if e["type"] == "tune"]
+    assert kinds[0] == "start" and kinds[-1] == "result" and kinds.count("evaluate") == 3 and "confirm" in kinds
+    res = next(e for e in ev if e["type"] == "tune" and e["kind"] == "result")
+    assert res["steps"], "a faster verified candidate replaces the untuned kernel"
+    searched = [e for e in ev if e["type"] == "pass" and e.get("proposer") == "search"]
+    assert [e["out_hash"] for e in searched][-1] == res["chosen"]
+    # every candidate the search adopted was tested (a test event says verified)
+    tested_ok = {e["program_hash"] for e in ev if e["type"] == "test" and e.get("verified")}
+    assert all(e["out_hash"] in tested_ok for e in searched)
+    hdr = json.loads(Path(r.log_path).read_text().splitlines()[0])
+    assert hdr["config"]["tune"] is True and hdr["config"]["max_evals"] == 3
+    rr = replay(r.log_path)
+    assert rr.ok and rr.output_hash == res["chosen"]
+
+
+def test_untuned_kernel_is_kept_when_the_best_candidate_is_not_faster_when_timed_again(tmp_path, monkeypatch):
+    # during the search every candidate looks twice as fast; timed again (21 repeats), it is not
+    first = []
+
+    def lat(text, n):
+        first.append(text.count("for ("))
+        return 5.0 if text.count("for (") > first[0] else 10.0
+    fake_timer(monkeypatch, lat)
+    import xpiler.schedule.evaluator as E
+    orig = E.measure_kernel
+
+    def measure(path, spec, *, repeats=7, timeout_s=60.0):
+        ms, note = orig(path, spec, repeats=repeats, timeout_s=timeout_s)
+        return (10.0 if repeats == 21 else ms), note
+    monkeypatch.setattr(E, "measure_kernel", measure)
+    r = migrate(SRC, "c", outdir=tmp_path / "o", tune=True, max_evals=2, perf=False)
+    assert r.verified
+    ev = events(r.log_path)
+    res = next(e for e in ev if e["type"] == "tune" and e["kind"] == "result")
+    start = next(e for e in ev if e["type"] == "tune" and e["kind"] == "start")
+    assert res["steps"] == [] and res["chosen"] == start["program_hash"]
+    assert "not faster" in res["note"]
+    assert not [e for e in ev if e["type"] == "pass" and e.get("proposer") == "search"]
+    assert replay(r.log_path).ok
+
+
+def test_max_evals_must_be_positive():
+    p = subprocess.run([sys.executable, "-m", "xpiler", "migrate", str(SRC), "--to", "c", "--tune", "--max-evals", "0",
+                        "-o", "/tmp/xpiler-never-written"], capture_output=True, text=True)
+    assert p.returncode == 2 and "XP1223" in p.stderr and "--max-evals" in p.stderr
+    assert not Path("/tmp/xpiler-never-written").exists()
+
+
+@pytest.mark.parametrize("flags", [[], ["--tune", "--no-tune"]])
+def test_without_tune_nothing_is_searched(tmp_path, flags):
+    p = subprocess.run([sys.executable, "-m", "xpiler", "migrate", str(SRC), "--to", "c", "--no-perf", *flags,
+                        "-o", str(tmp_path / "o")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ev = events(tmp_path / "o" / "provenance.jsonl")
+    assert not [e for e in ev if e["type"] == "tune"]
+    assert json.loads((tmp_path / "o" / "provenance.jsonl").read_text().splitlines()[0])["config"]["tune"] is False

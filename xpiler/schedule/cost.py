@@ -1,0 +1,265 @@
+"""An analytical cost model: a latency estimate for a program where no hardware can time it
+(bang, hip/AMD, cuda on a machine without an NVIDIA GPU, c kernels whose intrinsics would run
+emulated). Every figure it gives is labelled ``model:analytic``; it ranks candidates of one
+search, it is not a performance claim.
+
+The model walks the entry function once with the sizes of the spec's largest instance:
+
+- every statement runs ``count`` times: the product of the trip counts of the loops around it
+  (a loop whose bounds cannot be evaluated counts :data:`UNKNOWN_TRIP` iterations);
+- each array element read or written moves its element size in bytes at the level of its
+  buffer: global memory (pointer parameters), on-chip memory (``__shared__``/LDS, NRAM/WRAM), or
+  registers (other local arrays: free). An access whose index does not change with the innermost
+  loop around it is counted once per iteration of the loops outside that one (it stays in a
+  register or the L1 across the inner loop);
+- each arithmetic operator and math call counts one operation;
+- the parallelism is the product of the trip counts of bound loops (threads/blocks, tasks) and of
+  loops under an OpenMP ``parallel for``; a machine is saturated at ``saturate`` parallel
+  iterations, below that its throughput scales down in proportion.
+
+time = launch + max(global bytes / DRAM bandwidth, on-chip bytes / on-chip bandwidth,
+operations / peak) / min(1, parallelism / saturate).
+
+The machine figures (:data:`MACHINES`) are public round numbers for the target each dialect
+stands for here (H200 for cuda, MI250X's GCD for hip, MLU370 for bang, and a two-core x86 CPU
+for c); docs/schedule.md gives them and the model's measured rank correlation is reported in
+benchmarks/RESULTS.md when it has been measured.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+
+UNKNOWN_TRIP = 16
+
+
+@dataclass(frozen=True)
+class Machine:
+    dram_gbs: float          # global memory bandwidth, GB/s
+    onchip_gbs: float        # shared memory / LDS / NRAM bandwidth, GB/s
+    gflops: float            # fp32 peak, GFLOP/s
+    saturate: int            # parallel iterations that keep the whole machine busy
+    launch_us: float         # fixed cost of one launch / call
+
+
+MACHINES = {
+    "cuda": Machine(dram_gbs=4800, onchip_gbs=30000, gflops=60000, saturate=132 * 2048, launch_us=3.0),
+    "hip": Machine(dram_gbs=1600, onchip_gbs=12000, gflops=24000, saturate=110 * 2560, launch_us=5.0),
+    "bang": Machine(dram_gbs=300, onchip_gbs=4000, gflops=12000, saturate=16 * 64, launch_us=10.0),
+    "c": Machine(dram_gbs=20, onchip_gbs=200, gflops=100, saturate=2, launch_us=1.0),
+}
+
+_ONCHIP = {"shared", "nram", "wram", "sram", "__shared__", "__nram__", "__wram__", "__mlu_shared__"}
+_ARITH = {"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^"}
+
+
+@dataclass
+class Estimate:
+    ms: float
+    global_bytes: float
+    onchip_bytes: float
+    ops: float
+    parallelism: float
+
+    def to_json(self) -> dict:
+        return {"ms": self.ms, "global_bytes": self.global_bytes, "onchip_bytes": self.onchip_bytes,
+                "ops": self.ops, "parallelism": self.parallelism}
+
+
+def _ival(e, env: dict):
+    """The integer value of ``e`` under ``env``, or None."""
+    if isinstance(e, N.Const) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return e.value
+    if isinstance(e, N.Var):
+        return env.get(e.name)
+    if isinstance(e, N.Cast):
+        return _ival(e.expr, env)
+    if isinstance(e, N.UnOp) and e.op in ("-", "+"):
+        v = _ival(e.operand, env)
+        return None if v is None else (-v if e.op == "-" else v)
+    if isinstance(e, N.BinOp):
+        a, b = _ival(e.lhs, env), _ival(e.rhs, env)
+        if a is None or b is None:
+            return None
+        try:
+            return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                    "/": lambda: a // b if isinstance(a, int) and isinstance(b, int) else a / b,
+                    "%": lambda: a % b, "<<": lambda: a << b, ">>": lambda: a >> b,
+                    "<": lambda: int(a < b), ">": lambda: int(a > b), "<=": lambda: int(a <= b),
+                    ">=": lambda: int(a >= b)}[e.op]()
+        except (KeyError, ZeroDivisionError, TypeError, ValueError):
+            return None
+    if isinstance(e, N.Cond):
+        c = _ival(e.cond, env)
+        return None if c is None else _ival(e.then if c else e.else_, env)
+    if isinstance(e, N.Call) and isinstance(e.func, str) and e.func in ("min", "max", "std::min", "std::max") \
+            and len(e.args) == 2:
+        a, b = _ival(e.args[0], env), _ival(e.args[1], env)
+        if a is None or b is None:
+            return None
+        return min(a, b) if e.func.endswith("min") else max(a, b)
+    return None
+
+
+def _trip(lp: N.For, env: dict) -> float:
+    lo, hi, st = _ival(lp.lo, env), _ival(lp.hi, env), _ival(lp.step, env)
+    if lo is None or hi is None or not st:
+        return UNKNOWN_TRIP
+    return max(0.0, -(-(hi - lo) // st))
+
+
+class _Model:
+    def __init__(self, fn: N.Func, sizes: dict, dtypes: dict):
+        self.env = dict(sizes)
+        self.global_ptrs = {p.name for p in fn.params if isinstance(p.type, N.Pointer)}
+        self.levels = {}          # local buffer name -> "onchip" | "register"
+        self.elem = dict(dtypes)  # buffer -> element bytes
+        self.g = self.o = self.ops = 0.0
+        self.par = 1.0
+
+    def _bytes(self, t) -> int:
+        from xpiler.dtypes import itemsize
+        while isinstance(t, (N.Pointer, N.Array)):
+            t = t.elem
+        try:
+            return itemsize(t.dtype) if isinstance(t, N.Scalar) else 4
+        except Exception:
+            return 4
+
+    def stmt(self, s, count: float, inner: list):
+        if isinstance(s, N.Block):
+            for x in s.stmts:
+                self.stmt(x, count, inner)
+        elif isinstance(s, N.For):
+            n = _trip(s, self.env)
+            parallel = s.binding is not None or any("parallel" in p for p in s.pragmas)
+            if parallel:
+                self.par *= max(1.0, n)
+            self.expr(s.lo, count, inner)
+            self.expr(s.hi, count * (n + 1), inner)
+            self.stmt(s.body, count * n, inner + [s.var])
+        elif isinstance(s, (N.CFor, N.While)):
+            self.stmt(s.body, count * UNKNOWN_TRIP, inner + ["?"])
+        elif isinstance(s, N.If):
+            self.expr(s.cond, count, inner)
+            self.stmt(s.then, count, inner)
+            if s.else_ is not None:
+                self.stmt(s.else_, count, inner)
+        elif isinstance(s, N.Decl):
+            if isinstance(s.type, N.Array):
+                self.levels[s.name] = "onchip" if (s.scope or "").lower() in _ONCHIP or any(
+                    a in _ONCHIP for a in s.attrs) else "register"
+                self.elem[s.name] = self._bytes(s.type)
+            elif isinstance(s.type, N.Scalar) and s.init is not None:
+                v = _ival(s.init, self.env)
+                if v is not None:
+                    self.env.setdefault(s.name, v)
+            if s.init is not None:
+                self.expr(s.init, count, inner)
+        elif isinstance(s, N.Assign):
+            self.access(s.target, count, inner, write=True)
+            if s.op != "=":
+                self.ops += count
+            self.expr(s.value, count, inner)
+        elif isinstance(s, N.ExprStmt):
+            self.expr(s.expr, count, inner)
+        elif isinstance(s, N.Return) and s.value is not None:
+            self.expr(s.value, count, inner)
+
+    def access(self, e, count: float, inner: list, write: bool = False):
+        if isinstance(e, N.Index):
+            base = e.base
+            while isinstance(base, N.Index):
+                base = base.base
+            name = base.name if isinstance(base, N.Var) else None
+            used = {n.name for n in walk(e) if isinstance(n, N.Var)}
+            c = count
+            if inner and inner[-1] != "?" and inner[-1] not in used:
+                # the same element across the innermost loop: kept in a register / the L1
+                c = count / max(1.0, self._trips_of_innermost(inner))
+            nbytes = self.elem.get(name, 4) * c
+            level = "global" if name in self.global_ptrs else self.levels.get(name, "global")
+            if level == "global":
+                self.g += nbytes
+            elif level == "onchip":
+                self.o += nbytes
+            self.expr(e.index, count, inner)
+            if isinstance(e.base, N.Index):
+                self.access(e.base, 0.0, inner)
+        elif isinstance(e, N.UnOp) and e.op == "*":
+            self.g += 4 * count
+        else:
+            self.expr(e, count, inner)
+
+    def _call(self, name: str, args, count: float):
+        """A call: one operation, except the BANG copies (their byte count, at global level when
+        one side is a global pointer) and vector instructions (one operation per element: their
+        last integer argument)."""
+        if name.startswith("__memcpy") and len(args) >= 3:
+            n = _ival(args[2], self.env) or 0
+            names = {x.name for a in args[:2] for x in walk(a) if isinstance(x, N.Var)}
+            if names & self.global_ptrs:
+                self.g += n * count
+            else:
+                self.o += n * count
+            return
+        if name.startswith("__bang_"):
+            ints = [v for v in (_ival(a, self.env) for a in args) if isinstance(v, int)]
+            self.ops += count * (ints[-1] if ints else 1)
+            self.o += count * 8 * (ints[-1] if ints else 1)
+            return
+        self.ops += count
+
+    def _trips_of_innermost(self, inner: list) -> float:
+        return self._last_trip.get(inner[-1], UNKNOWN_TRIP) if hasattr(self, "_last_trip") else UNKNOWN_TRIP
+
+    def expr(self, e, count: float, inner: list):
+        if e is None or count == 0:
+            return
+        if isinstance(e, N.Index):
+            self.access(e, count, inner)
+            return
+        if isinstance(e, N.BinOp) and e.op in _ARITH:
+            self.ops += count
+        elif isinstance(e, (N.Call, N.Intrinsic)):
+            name = e.func if isinstance(e, N.Call) and isinstance(e.func, str) else getattr(e, "name", "")
+            self._call(str(name), e.args, count)
+        elif isinstance(e, N.AssignExpr):
+            self.access(e.target, count, inner, write=True)
+            self.expr(e.value, count, inner)
+            return
+        for ch in _children(e):
+            self.expr(ch, count, inner)
+
+
+def _children(e):
+    for name in ("lhs", "rhs", "operand", "cond", "then", "else_", "expr", "base", "index", "value", "target"):
+        v = getattr(e, name, None)
+        if isinstance(v, N.Expr):
+            yield v
+    for name in ("args", "exprs", "items"):
+        for v in getattr(e, name, ()) or ():
+            if isinstance(v, N.Expr):
+                yield v
+
+
+def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads: int = 1) -> Estimate:
+    """The modelled latency of ``entry`` (and the figures it comes from) for ``sizes`` (the
+    integer scalars of one instance, keyed by the entry's parameter names). ``threads``: the
+    launch's threads (grid x block) or tasks for a SIMT / BANG kernel, whose body runs once in
+    each."""
+    fn = program.func(entry)
+    m = _Model(fn, sizes, {})
+    for p in fn.params:
+        m.elem[p.name] = m._bytes(p.type)
+    # the trip count of each loop variable, for the "same element across the innermost loop" rule
+    m._last_trip = {lp.var: _trip(lp, m.env) for lp in walk(fn.body) if isinstance(lp, N.For)}
+    m.stmt(fn.body, float(max(1, threads)), [])
+    m.par *= max(1, threads)
+    mach = MACHINES.get(dialect, MACHINES["c"])
+    busy = max(m.g / (mach.dram_gbs * 1e9), m.o / (mach.onchip_gbs * 1e9), m.ops / (mach.gflops * 1e9))
+    share = min(1.0, m.par / mach.saturate)
+    ms = (mach.launch_us * 1e-6 + busy / max(share, 1e-9)) * 1e3
+    return Estimate(ms, m.g, m.o, m.ops, m.par)

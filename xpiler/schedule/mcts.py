@@ -1,0 +1,177 @@
+"""Monte Carlo tree search over steps (UCT with progressive widening).
+
+States are programs; an edge is a :class:`~xpiler.schedule.step.Step` legal on its program. The
+tree is a transposition graph: a ``networkx.DiGraph`` keyed by program hash, so two step orders
+that print the same program share one node, its statistics and its single evaluation.
+
+One iteration:
+
+1. **select**: from the root, while the node has as many children as progressive widening
+   allows (``ceil(widen_k * visits ** widen_alpha)``) or no untried step left, go to the child
+   with the best UCT score ``mean + c * sqrt(ln(parent visits) / child visits)``;
+2. **expand**: take the node's next untried step (the steps are shuffled once per node by the
+   seeded generator), apply it; a step the pass refuses is dropped; a program seen before is
+   linked, not evaluated again;
+3. **evaluate**: reward 0 unless the program verifies, else its speed-up over the root
+   (``root latency / latency``, capped at :data:`REWARD_CAP` and scaled to [0, 1]);
+4. **backpropagate** the reward along the path taken.
+
+It stops at the time budget (seconds, a wall-clock cap), at ``max_evals`` evaluations, when the
+best latency has not improved for ``patience`` evaluations, or when every node within
+``max_depth`` steps has been expanded. The same seed, the same evaluator answers and the same
+candidate lists give the same search.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import networkx as nx
+
+REWARD_CAP = 8.0
+
+
+@dataclass
+class SearchResult:
+    best_hash: str
+    best_path: list                 # the steps from the root to the best program
+    best_ms: float | None
+    root_ms: float | None
+    evaluations: int
+    iterations: int
+    stopped: str                    # why the search ended
+    curve: list = field(default_factory=list)   # (evaluations, best latency so far) after each improvement
+    graph: nx.DiGraph | None = None
+
+    @property
+    def speedup(self) -> float:
+        if not self.best_ms or not self.root_ms:
+            return 1.0
+        return self.root_ms / self.best_ms
+
+
+class MCTS:
+    def __init__(self, *, expand: Callable, apply: Callable, evaluate: Callable, key: Callable,
+                 seed: int = 0, c: float = 1.0, widen_k: float = 1.0, widen_alpha: float = 0.5,
+                 max_depth: int = 4, patience: int = 40, on_event: Callable | None = None):
+        self.expand_fn, self.apply_fn, self.eval_fn, self.key = expand, apply, evaluate, key
+        self.rng = random.Random(seed)
+        self.c, self.widen_k, self.widen_alpha = c, widen_k, widen_alpha
+        self.max_depth, self.patience = max_depth, patience
+        self.on_event = on_event or (lambda **kw: None)
+        self.g = nx.DiGraph()
+        self.states: dict[str, object] = {}
+        self.untried: dict[str, list] = {}
+        self.parent: dict[str, tuple] = {}   # first discovery: hash -> (parent hash, step)
+
+    # -- the tree ---------------------------------------------------------------------------
+    def _add(self, state, depth: int, ev) -> str:
+        h = self.key(state)
+        self.states[h] = state
+        lat = ev.latency_ms if ev.verified else None
+        self.g.add_node(h, visits=0, value=0.0, depth=depth, verified=ev.verified, latency_ms=lat)
+        return h
+
+    def _steps(self, h: str) -> list:
+        if h not in self.untried:
+            if self.g.nodes[h]["depth"] >= self.max_depth or not self.g.nodes[h]["verified"]:
+                self.untried[h] = []   # a failing program is a dead end: nothing is built on it
+            else:
+                steps = sorted(self.expand_fn(self.states[h]), key=lambda s: s.key)
+                self.rng.shuffle(steps)
+                self.untried[h] = steps
+        return self.untried[h]
+
+    def _allowed(self, h: str) -> int:
+        return max(1, math.ceil(self.widen_k * max(1, self.g.nodes[h]["visits"]) ** self.widen_alpha))
+
+    def _uct(self, parent: str, child: str) -> float:
+        n = self.g.nodes[child]
+        if n["visits"] == 0:
+            return float("inf")
+        mean = n["value"] / n["visits"]
+        return mean + self.c * math.sqrt(math.log(max(1, self.g.nodes[parent]["visits"])) / n["visits"])
+
+    def _reward(self, h: str, root_ms: float | None) -> float:
+        n = self.g.nodes[h]
+        if not n["verified"] or not n["latency_ms"] or not root_ms:
+            return 0.0
+        return min(REWARD_CAP, root_ms / n["latency_ms"]) / REWARD_CAP
+
+    # -- the search -------------------------------------------------------------------------
+    def search(self, root, root_eval, *, budget_s: float, max_evals: int) -> SearchResult:
+        t_end = time.monotonic() + budget_s
+        rh = self._add(root, 0, root_eval)
+        root_ms = root_eval.latency_ms
+        best_h, best_ms = rh, root_ms
+        curve = [(0, root_ms)]
+        evals = iters = since_best = 0
+        stopped = "budget"
+        while True:
+            if time.monotonic() >= t_end:
+                stopped = "time budget"
+                break
+            if evals >= max_evals:
+                stopped = "evaluation budget"
+                break
+            if since_best >= self.patience:
+                stopped = f"no improvement in {self.patience} evaluations"
+                break
+            iters += 1
+            path, h, new = [rh], rh, None
+            while True:
+                steps = self._steps(h)
+                kids = list(self.g.successors(h))
+                if steps and len(kids) < self._allowed(h):
+                    step = steps.pop()
+                    state = self.apply_fn(self.states[h], step)
+                    if state is None:
+                        continue                      # refused by the pass: try the next step
+                    ch = self.key(state)
+                    if ch == h:
+                        continue                      # the step changed nothing
+                    if ch not in self.g:
+                        ev = self.eval_fn(state)
+                        evals += 1
+                        since_best += 1
+                        ch = self._add(state, self.g.nodes[h]["depth"] + 1, ev)
+                        self.parent[ch] = (h, step)
+                        self.on_event(kind="evaluate", node=ch, parent=h, step=step, evaluation=ev, evals=evals)
+                        if ev.verified and ev.latency_ms is not None and (best_ms is None or ev.latency_ms < best_ms):
+                            best_h, best_ms, since_best = ch, ev.latency_ms, 0
+                            curve.append((evals, best_ms))
+                        new = ch
+                    if not self.g.has_edge(h, ch) and not nx.has_path(self.g, ch, h):
+                        self.g.add_edge(h, ch, step=step.describe())
+                    path.append(ch)
+                    h = ch
+                    break
+                if not kids:
+                    break                              # a leaf with nothing left to try
+                h = max(sorted(kids), key=lambda k: self._uct(path[-1], k))
+                path.append(h)
+            r = self._reward(path[-1], root_ms)
+            for n in path:
+                self.g.nodes[n]["visits"] += 1
+                self.g.nodes[n]["value"] += r
+            if new is None and self._exhausted(rh):
+                stopped = "search space exhausted"
+                break
+        return SearchResult(best_h, self._path_to(best_h), best_ms, root_ms, evals, iters, stopped, curve, self.g)
+
+    def _exhausted(self, rh: str) -> bool:
+        """True when no node reachable from the root has an untried step."""
+        for h in nx.descendants(self.g, rh) | {rh}:
+            if self._steps(h):
+                return False
+        return True
+
+    def _path_to(self, h: str) -> list:
+        steps = []
+        while h in self.parent:
+            h, step = self.parent[h]
+            steps.append(step)
+        return steps[::-1]

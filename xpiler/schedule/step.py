@@ -1,0 +1,81 @@
+"""A step: one pass with its parameters, applied to a program; the one code path that both
+``xpiler migrate`` and ``xpiler replay`` take to apply a pass.
+
+A :class:`Step` serializes to JSON (``to_json``/``from_json``) and is what the provenance log
+records for every applied pass. :func:`apply_step` runs the pass's symbolic rewrite on a
+:class:`~xpiler.migration.stage.Stage` and returns the next stage (printed, hashed). Two passes
+take facts from the migration rather than from the search: loop recovery the source launch over
+the kernel's parameter names, binding the instance sizes (run-time sized local arrays); both come
+from the :class:`StepContext`, never from the step's own parameters, so a logged step stays
+small and a replayed one gets the same facts.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pass with its parameters, by one proposer; ``in_hash``/``out_hash`` are filled once it
+    has been applied (the printed program's hash before and after)."""
+    pass_name: str
+    params: dict
+    proposer: str = "symbolic"
+    in_hash: str = ""
+    out_hash: str = ""
+
+    def to_json(self) -> dict:
+        return {"pass": self.pass_name, "params": self.params, "proposer": self.proposer,
+                "in_hash": self.in_hash, "out_hash": self.out_hash}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Step":
+        return cls(d["pass"], dict(d.get("params") or {}), d.get("proposer", "symbolic"),
+                   d.get("in_hash", ""), d.get("out_hash", ""))
+
+    @property
+    def key(self) -> str:
+        """A canonical text of what the step does (pass and parameters), for tables and sorting."""
+        return self.pass_name + json.dumps(self.params, sort_keys=True, default=str)
+
+    def describe(self) -> str:
+        ps = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()) if k != "target")
+        return f"{self.pass_name}({ps})"
+
+
+@dataclass
+class StepContext:
+    """Facts of the migration that some passes need: ``launch`` (the source launch over the
+    kernel's parameter names, for loop recovery) and ``instances`` (the integer scalars of each
+    spec instance, for binding)."""
+    launch: dict = field(default_factory=dict)
+    instances: list = field(default_factory=list)
+
+    def call_params(self, pass_name: str, params: dict) -> dict:
+        call = dict(params)
+        if pass_name == "loop_recovery":
+            call.setdefault("launch", self.launch)
+        if pass_name == "binding":
+            call.setdefault("instances", self.instances)
+        return call
+
+
+def apply_program(program, entry: str, launch: dict, pass_name: str, params: dict, ctx: StepContext):
+    """Run the pass's symbolic rewrite; returns ``(program, launch)``. Raises the pass's
+    :class:`~xpiler.passes.base.PassError` when it does not apply."""
+    from xpiler.passes.base import get as get_pass
+    call = ctx.call_params(pass_name, params)
+    call.setdefault("entry", entry)     # a search step names its function itself
+    res = get_pass(pass_name).apply(program, **call)
+    return res if isinstance(res, tuple) else (res, launch)
+
+
+def apply_step(step: Step, stage, ctx: StepContext):
+    """The stage after ``step`` (a new :class:`~xpiler.migration.stage.Stage`, printed)."""
+    from xpiler.migration.stage import Stage
+    from xpiler.printers import print_program
+    prog, launch = apply_program(stage.program, stage.entry, stage.launch, step.pass_name, step.params, ctx)
+    new = Stage(prog, prog.dialect, stage.entry, dict(launch), stage.steps)
+    new.text = print_program(prog, prog.dialect)
+    return new

@@ -1,0 +1,121 @@
+"""Tuning a verified kernel: MCTS over the target-dialect passes' steps, by latency.
+
+The migration's plan gives a verified kernel in the target dialect (the untuned kernel). The
+search starts there: every candidate is a program a legal step sequence makes from it; each is
+tested like every migration step (a failing one gets reward 0 and is never built on) and, when it
+verifies, timed. The chosen kernel is the fastest verified one; on hardware it is timed again next
+to the untuned kernel (more repeats, same run) and kept only when it is still faster by
+:data:`MIN_GAIN`, so a tuned output is never slower than its untuned form by what this run can
+measure. Every evaluation is a ``tune`` event of the provenance log; the chosen steps are logged
+as ordinary ``pass`` events (proposer ``search``), so ``xpiler replay`` re-derives the chosen
+kernel by applying them, without searching again.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .evaluator import Evaluation, Evaluator
+from .mcts import MCTS, SearchResult
+from .space import legal_steps
+from .step import Step, StepContext, apply_step
+from .timing import MODEL, source_for
+
+#: a tuned kernel replaces the untuned one only when it is at least this much faster
+MIN_GAIN = 1.03
+DEFAULT_MAX_EVALS = 60
+
+
+@dataclass
+class TuneOutcome:
+    stage: object                    # the chosen stage (the untuned one when nothing was better)
+    steps: list = field(default_factory=list)
+    result: SearchResult | None = None
+    source: str = ""
+    untuned_ms: float | None = None
+    tuned_ms: float | None = None
+    note: str = ""
+
+
+def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
+         seed: int = 0, log=None, say=lambda m: None) -> TuneOutcome:
+    """Search from the verified ``stage``; ``test(stage, tag) -> (Verdict, path)`` is the
+    migration's test of one program."""
+    source = source_for(stage.dialect, stage.text)
+    paths: dict[str, Path] = {}
+    counter = [0]
+
+    def test_and_keep(st, tag):
+        v, path = test(st, tag)
+        paths[st.hash] = Path(path)
+        return v, path
+
+    ev = Evaluator(test_and_keep, source)
+    t0 = time.monotonic()
+    root_eval = ev.evaluate(stage, "tune_root")
+    emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
+    emit(kind="start", program_hash=stage.hash, latency_source=source, root=root_eval.to_json(),
+         budget_s=budget_s, max_evals=max_evals, seed=seed)
+    if not root_eval.verified or root_eval.latency_ms is None:
+        why = root_eval.why or "the untuned kernel did not verify again"
+        emit(kind="result", chosen=stage.hash, steps=[], note=f"not tuned: {why}")
+        return TuneOutcome(stage, source=source, note=f"not tuned: {why}")
+
+    def apply(st, step):
+        from xpiler.passes.base import PassError
+        try:
+            return apply_step(step, st, ctx)
+        except PassError:
+            return None
+        except Exception:   # a pass bug on a candidate drops that candidate, never the search
+            return None
+
+    def evaluate(st):
+        counter[0] += 1
+        say(f"tuning: candidate {counter[0]}")
+        return ev.evaluate(st, f"tune{counter[0]}")
+
+    def on_event(kind, node, parent, step, evaluation: Evaluation, evals):
+        emit(kind=kind, program_hash=node, parent=parent, step=step.to_json(), evaluations=evals,
+             **{k: v for k, v in evaluation.to_json().items() if k != "program_hash"})
+
+    mcts = MCTS(expand=lambda st: legal_steps(st.program, st.entry, target), apply=apply, evaluate=evaluate,
+                key=lambda st: st.hash, seed=seed, on_event=on_event)
+    left = max(0.0, budget_s - (time.monotonic() - t0))
+    res = mcts.search(stage, root_eval, budget_s=left, max_evals=max_evals)
+    out = TuneOutcome(stage, result=res, source=source, untuned_ms=root_eval.latency_ms, tuned_ms=root_eval.latency_ms)
+    chosen = res.best_hash
+    if chosen != stage.hash and source != MODEL:
+        # measured latencies are noisy: time both again, side by side, before replacing the kernel
+        a = ev.retime(paths[stage.hash], repeats=21)
+        b = ev.retime(paths[chosen], repeats=21)
+        emit(kind="confirm", untuned=stage.hash, untuned_ms=a, tuned=chosen, tuned_ms=b, latency_source=source)
+        if a is None or b is None or a / b < MIN_GAIN:
+            out.note = (f"the best candidate was not faster by {MIN_GAIN:g}x when timed again "
+                        f"({b} ms vs {a} ms untuned): the untuned kernel is kept")
+            chosen = stage.hash
+        else:
+            out.untuned_ms, out.tuned_ms = a, b
+    elif chosen != stage.hash and res.speedup < MIN_GAIN:
+        out.note = f"the best candidate is modelled {res.speedup:.2f}x faster, under {MIN_GAIN:g}x: kept untuned"
+        chosen = stage.hash
+    elif chosen != stage.hash:
+        out.tuned_ms = res.best_ms
+    if chosen != stage.hash:
+        cur = stage
+        for step in res.best_path:
+            nxt = apply_step(step, cur, ctx)
+            done = Step(step.pass_name, step.params, "search", cur.hash, nxt.hash)
+            nxt.steps = cur.steps + (done,)
+            out.steps.append(done)
+            cur = nxt
+        assert cur.hash == chosen, "re-applying the chosen steps must give the chosen program"
+        out.stage = cur
+    else:
+        out.note = out.note or "no candidate was faster than the untuned kernel"
+    emit(kind="result", chosen=out.stage.hash, steps=[s.to_json() for s in out.steps], evaluations=res.evaluations,
+         iterations=res.iterations, stopped=res.stopped, untuned_ms=out.untuned_ms, tuned_ms=out.tuned_ms,
+         latency_source=source, curve=[list(c) for c in res.curve], note=out.note,
+         graph={"nodes": res.graph.number_of_nodes(), "edges": res.graph.number_of_edges()})
+    return out
