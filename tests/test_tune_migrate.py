@@ -98,3 +98,24 @@ def test_without_tune_nothing_is_searched(tmp_path, flags):
     ev = events(tmp_path / "o" / "provenance.jsonl")
     assert not [e for e in ev if e["type"] == "tune"]
     assert json.loads((tmp_path / "o" / "provenance.jsonl").read_text().splitlines()[0])["config"]["tune"] is False
+
+
+def test_to_a_gpu_target_the_search_starts_before_binding_and_replay_follows_it(tmp_path):
+    # c -> cuda: the search root is the program binding started from, so block sizes and grid caps
+    # are searched; here with the cost model (no GPU) or CUDA events (on a GPU machine)
+    r = migrate(ROOT / "examples" / "softmax" / "softmax.c", "cuda", outdir=tmp_path / "o", tune=True, max_evals=6,
+                perf=False, seed=1)
+    assert r.verified
+    ev = events(r.log_path)
+    start = next(e for e in ev if e["type"] == "tune" and e["kind"] == "start")
+    assert start["search_root"] != start["program_hash"]
+    evals = [e for e in ev if e["type"] == "tune" and e["kind"] == "evaluate"]
+    assert evals and evals[0]["step"]["pass"] == "binding", "the root's children are binding alternatives"
+    assert all(e["latency_source"] == start["latency_source"] for e in evals if e["verified"])
+    res = next(e for e in ev if e["type"] == "tune" and e["kind"] == "result")
+    if res["steps"]:
+        note = next(e for e in ev if e["type"] == "note" and e.get("what") == "search from")
+        assert note["program_hash"] == start["search_root"] and res["steps"][0]["pass"] == "binding"
+        assert res["tuned_ms"] * 1.03 <= res["untuned_ms"]
+    rr = replay(r.log_path)
+    assert rr.ok and rr.output_hash == res["chosen"]

@@ -199,6 +199,14 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
             if ev["type"] == "note" and ev.get("what") == "next plan":
                 prog, cur_text, launch = source_state   # the next plan starts again from the source
                 continue
+            if ev["type"] == "note" and ev.get("what") == "search from":
+                # the tuner's chosen steps start from a program an earlier step re-derived
+                if ev.get("program_hash") not in derived:
+                    raise XPError("XP4006", seq=ev["seq"], what="start of the tuned steps",
+                                  want=ev.get("program_hash"), got="no re-derived program has that hash")
+                prog, cur_text, launch = derived[ev["program_hash"]]
+                cur_step = object()
+                continue
             if ev["type"] == "parse":
                 if _h(cur_text) != ev["program_hash"]:
                     raise XPError("XP4006", seq=ev["seq"], what="parse", want=ev["program_hash"], got=_h(cur_text))

@@ -332,10 +332,12 @@ sys.exit(1 if verdict.verified else 0)
     return script
 
 
-def _tune_stage(stage: Stage, to: str, test_stage, ctx, deadline: float, max_evals: int | None, seed: int, log, say,
-                steps: list, k_base: int, diags: list) -> Stage:
-    """``--tune``: MCTS from the verified kernel (xpiler/schedule/tune.py). The chosen steps are
-    logged as pass events (proposer ``search``) after the plan's, so replay folds over them."""
+def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, test_stage, ctx, deadline: float,
+                max_evals: int | None, seed: int, log, say, steps: list, k_base: int, diags: list) -> Stage:
+    """``--tune``: MCTS from the program binding started from (its block/grid/task parameters
+    are searched too), else from the verified kernel (xpiler/schedule/tune.py). The chosen steps
+    are logged as pass events (proposer ``search``) after a ``search from`` note naming the
+    program they start from, so replay folds over them."""
     from ..schedule.tune import DEFAULT_MAX_EVALS, tune
     # a share of what is left stays for the host launcher and the timing against the reference
     left = (deadline - time.time()) * 0.85
@@ -344,7 +346,9 @@ def _tune_stage(stage: Stage, to: str, test_stage, ctx, deadline: float, max_eva
         return stage
     say("tuning the verified kernel")
     out = tune(stage, target=to, test=test_stage, ctx=ctx, budget_s=left, max_evals=max_evals or DEFAULT_MAX_EVALS,
-               seed=seed, log=log, say=say)
+               seed=seed, log=log, say=say, start=bind_input)
+    if out.steps:
+        log.event("note", what="search from", program_hash=out.steps[0].in_hash)
     for i, st in enumerate(out.steps):
         log.event("pass", step=k_base + i, name=st.pass_name, params=st.params, proposer="search", applied=True,
                   in_hash=st.in_hash, out_hash=st.out_hash, dialect=out.stage.dialect, launch=out.stage.launch)
@@ -620,6 +624,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 return None  # the required step applies: the later steps are the plan's business
         return None
 
+    bind_input = None   # the program the adopted binding step started from (the tuner's search root)
     all_plans = [plan] if pipeline else default_plans(sspec.dialect, to)
     source_stage = stage
     k_base = 0
@@ -713,6 +718,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                     steps.append(step)
                     if pname == "binding" and to in ("cuda", "hip") and who == "symbolic":
                         diags.extend(_runtime_array_notes(stage, to, kspec, params))
+                    if pname == "binding" and who == "symbolic" and stage.dialect != to:
+                        bind_input = stage   # --tune also searches binding's parameters from here
                     stage, verdict = new, v
                     if stage.dialect == to:
                         verified_stage = stage
@@ -738,8 +745,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         k_base += len(plan)
 
     if tune and verified_stage is not None and verified_stage.dialect == to:
-        verified_stage = _tune_stage(verified_stage, to, test_stage, step_ctx, deadline, max_evals, seed, log, say,
-                                     steps, k_base, diags)
+        verified_stage = _tune_stage(verified_stage, bind_input, to, test_stage, step_ctx, deadline, max_evals, seed,
+                                     log, say, steps, k_base, diags)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,

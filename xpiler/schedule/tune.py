@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .evaluator import Evaluation, Evaluator
 from .mcts import MCTS, SearchResult
-from .space import legal_steps
+from .space import TUNING_PASSES, legal_steps
 from .step import Step, StepContext, apply_step
 from .timing import MODEL, source_for
 
@@ -39,9 +39,12 @@ class TuneOutcome:
 
 
 def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
-         seed: int = 0, log=None, say=lambda m: None) -> TuneOutcome:
-    """Search from the verified ``stage``; ``test(stage, tag) -> (Verdict, path)`` is the
-    migration's test of one program."""
+         seed: int = 0, log=None, say=lambda m: None, start=None) -> TuneOutcome:
+    """Search for a faster kernel than the verified, untuned ``stage``; ``test(stage, tag) ->
+    (Verdict, path)`` is the migration's test of one program. ``start``: the program the plan's
+    binding step started from (not yet in the target dialect); the search then starts there, so
+    that binding's parameters (loop, block size, grid cap; tasks on bang) are searched with the
+    target passes' steps. The untuned kernel's latency is the baseline either way."""
     source = source_for(stage.dialect, stage.text)
     paths: dict[str, Path] = {}
     counter = [0]
@@ -55,8 +58,9 @@ def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_eva
     t0 = time.monotonic()
     root_eval = ev.evaluate(stage, "tune_root")
     emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
-    emit(kind="start", program_hash=stage.hash, latency_source=source, root=root_eval.to_json(),
-         budget_s=budget_s, max_evals=max_evals, seed=seed)
+    root = start if start is not None and start.dialect != target else stage
+    emit(kind="start", program_hash=stage.hash, search_root=root.hash, latency_source=source,
+         root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed)
     if not root_eval.verified or root_eval.latency_ms is None:
         why = root_eval.why or "the untuned kernel did not verify again"
         emit(kind="result", chosen=stage.hash, steps=[], note=f"not tuned: {why}")
@@ -80,12 +84,17 @@ def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_eva
         emit(kind=kind, program_hash=node, parent=parent, step=step.to_json(), evaluations=evals,
              **{k: v for k, v in evaluation.to_json().items() if k != "program_hash"})
 
-    mcts = MCTS(expand=lambda st: legal_steps(st.program, st.entry, target), apply=apply, evaluate=evaluate,
-                key=lambda st: st.hash, seed=seed, on_event=on_event)
+    def expand(st):
+        # before the target dialect only binding leads on; in it, the target passes
+        return legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
+
+    mcts = MCTS(expand=expand, apply=apply, evaluate=evaluate, key=lambda st: st.hash, seed=seed, on_event=on_event)
     left = max(0.0, budget_s - (time.monotonic() - t0))
-    res = mcts.search(stage, root_eval, budget_s=left, max_evals=max_evals)
+    # the search root carries the untuned kernel's latency: every candidate is compared with it
+    res = mcts.search(root, Evaluation(root.hash, True, root_eval.latency_ms, source), budget_s=left,
+                      max_evals=max_evals)
     out = TuneOutcome(stage, result=res, source=source, untuned_ms=root_eval.latency_ms, tuned_ms=root_eval.latency_ms)
-    chosen = res.best_hash
+    chosen = res.best_hash if res.best_hash != root.hash else stage.hash
     if chosen != stage.hash and source != MODEL:
         # measured latencies are noisy: time both again, side by side, before replacing the kernel
         a = ev.retime(paths[stage.hash], repeats=21)
@@ -103,7 +112,7 @@ def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_eva
     elif chosen != stage.hash:
         out.tuned_ms = res.best_ms
     if chosen != stage.hash:
-        cur = stage
+        cur = root
         for step in res.best_path:
             nxt = apply_step(step, cur, ctx)
             done = Step(step.pass_name, step.params, "search", cur.hash, nxt.hash)
