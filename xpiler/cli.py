@@ -27,6 +27,20 @@ def _err(e: XPError) -> int:
     return EXIT_UNRESOLVED if code.startswith("XP2") else EXIT_INTERNAL
 
 
+def _parse_sizes(text: str) -> dict:
+    """``rows=4096,cols=1024`` -> {"rows": 4096, "cols": 1024}; XP1223 for anything else."""
+    out = {}
+    for part in text.split(","):
+        name, eq, val = part.strip().partition("=")
+        try:
+            if not eq or not name.strip().isidentifier():
+                raise ValueError
+            out[name.strip()] = int(val.strip())
+        except ValueError:
+            raise XPError("XP1223", flag="--tune-sizes", value=text, want="NAME=INT pairs separated by commas") from None
+    return out
+
+
 def _not_yet(command: str, why: str) -> int:
     print(XPError("XP1203", command=command, why=why).format(), file=sys.stderr)
     return EXIT_INTERNAL
@@ -187,7 +201,8 @@ def cmd_migrate(a) -> int:
 
     r = migrate(a.src, to=a.to, spec=a.spec, outdir=a.outdir, llm=a.llm, proposer=a.proposer, budget=a.budget,
                 tune=a.tune and not a.no_tune, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume,
-                progress=progress, perf=not a.no_perf, force=a.force, max_evals=a.max_evals)
+                progress=progress, perf=not a.no_perf, force=a.force, max_evals=a.max_evals,
+                tune_sizes=_parse_sizes(a.tune_sizes) if a.tune_sizes else None)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -257,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after the kernel verifies, search for a faster verified one (MCTS over the target passes' "
                         "steps, timed on hardware here or by the cost model; within --budget)")
     m.add_argument("--no-tune", action="store_true", help="do not tune (the default; overrides --tune)")
+    m.add_argument("--tune-sizes", metavar="NAME=INT,...",
+                   help="with --tune: time candidates at these sizes (over the spec's largest instance), "
+                        "e.g. rows=4096,cols=1024; correctness is still tested on the spec's instances")
     m.add_argument("--max-evals", type=int, default=None, metavar="N",
                    help="with --tune: test at most N candidates (default 60)")
     m.add_argument("--no-perf", action="store_true",

@@ -332,8 +332,24 @@ sys.exit(1 if verdict.verified else 0)
     return script
 
 
+def _check_tune_sizes(spec: Spec, sizes: dict) -> None:
+    """``--tune-sizes`` must name sizes of the spec and make a valid instance (XP1223)."""
+    from ..schedule.timing import timing_instance
+    unknown = [k for k in sizes if k not in spec.sizes]
+    bad = [k for k, v in sizes.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+    if unknown or bad:
+        raise XPError("XP1223", flag="--tune-sizes", value=",".join(f"{k}={v}" for k, v in sizes.items()),
+                      want=f"NAME=INT pairs (ints >= 1) over the spec's sizes ({', '.join(spec.sizes) or 'none'})")
+    try:
+        timing_instance(spec, sizes)
+    except XPError as e:
+        raise XPError("XP1223", flag="--tune-sizes", value=",".join(f"{k}={v}" for k, v in sizes.items()),
+                      want=f"sizes that make a valid instance ({e.code}: {e.message})") from None
+
+
 def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, test_stage, ctx, deadline: float,
-                max_evals: int | None, seed: int, log, say, steps: list, k_base: int, diags: list) -> Stage:
+                max_evals: int | None, seed: int, log, say, steps: list, k_base: int, diags: list,
+                sizes: dict | None = None) -> Stage:
     """``--tune``: MCTS from the program binding started from (its block/grid/task parameters
     are searched too), else from the verified kernel (xpiler/schedule/tune.py). The chosen steps
     are logged as pass events (proposer ``search``) after a ``search from`` note naming the
@@ -346,7 +362,7 @@ def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, test_stage, ctx
         return stage
     say("tuning the verified kernel")
     out = tune(stage, target=to, test=test_stage, ctx=ctx, budget_s=left, max_evals=max_evals or DEFAULT_MAX_EVALS,
-               seed=seed, log=log, say=say, start=bind_input)
+               seed=seed, log=log, say=say, start=bind_input, sizes=sizes)
     if out.steps:
         log.event("note", what="search from", program_hash=out.steps[0].in_hash)
     for i, st in enumerate(out.steps):
@@ -441,7 +457,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
             perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
-            max_evals: int | None = None) -> MigrationResult:
+            max_evals: int | None = None, tune_sizes: dict | None = None) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError
@@ -488,6 +504,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     # every candidate, sspec stays the source's own (xpiler/migration/launch_sizes.py)
     from .launch_sizes import augment as _augment_sizes, describe as _describe_sizes
     prog, kspec, added_sizes = _augment_sizes(prog, sspec, to, src_text)
+    if tune and tune_sizes:
+        _check_tune_sizes(kspec, tune_sizes)
     work = od.scratch()   # scratch outside the output folder, removed with od
     log = ProvenanceLog(od.claim("provenance.jsonl"), {
         "source": str(src.resolve()), "source_sha256": sha256_text(src_text), "spec": sspec.text or spec_to_toml(sspec),
@@ -746,7 +764,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
 
     if tune and verified_stage is not None and verified_stage.dialect == to:
         verified_stage = _tune_stage(verified_stage, bind_input, to, test_stage, step_ctx, deadline, max_evals, seed,
-                                     log, say, steps, k_base, diags)
+                                     log, say, steps, k_base, diags, tune_sizes)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,

@@ -74,6 +74,8 @@ def _ival(e, env: dict):
         return e.value
     if isinstance(e, N.Var):
         return env.get(e.name)
+    if isinstance(e, N.Builtin):     # threadIdx.x, blockDim.x, taskDim, ...: the launch's values
+        return env.get(e.name)
     if isinstance(e, N.Cast):
         return _ival(e.expr, env)
     if isinstance(e, N.UnOp) and e.op in ("-", "+"):
@@ -245,13 +247,32 @@ def _children(e):
                 yield v
 
 
-def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads: int = 1) -> Estimate:
+def launch_env(grid=None, block=None, tasks=None) -> dict:
+    """Values of the index builtins for the cost model: every thread/task is modelled as the first
+    one (indices 0, so a grid-stride or block-stride loop gets the first thread's trip count),
+    dimensions as launched."""
+    env = {}
+    for name, dims in (("gridDim", grid), ("blockDim", block)):
+        for axis, v in zip("xyz", dims or (1, 1, 1)):
+            env[f"{name}.{axis}"] = int(v)
+    for axis in "xyz":
+        env[f"threadIdx.{axis}"] = env[f"blockIdx.{axis}"] = 0
+    n = 1
+    for v in tasks or (1,):
+        n *= int(v)
+    env.update({"taskId": 0, "taskIdX": 0, "taskIdY": 0, "taskIdZ": 0, "taskDim": n, "coreId": 0, "clusterId": 0,
+                "coreDim": 4, "clusterDim": max(1, n // 4)})
+    return env
+
+
+def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads: int = 1, *,
+             env: dict | None = None) -> Estimate:
     """The modelled latency of ``entry`` (and the figures it comes from) for ``sizes`` (the
     integer scalars of one instance, keyed by the entry's parameter names). ``threads``: the
     launch's threads (grid x block) or tasks for a SIMT / BANG kernel, whose body runs once in
     each."""
     fn = program.func(entry)
-    m = _Model(fn, sizes, {})
+    m = _Model(fn, {**(env or {}), **sizes}, {})
     for p in fn.params:
         m.elem[p.name] = m._bytes(p.type)
     # the trip count of each loop variable, for the "same element across the innermost loop" rule

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .timing import MODEL, largest_instance, measure_kernel
+from .timing import MODEL, measure_kernel, timing_instance
 
 
 @dataclass
@@ -46,12 +46,12 @@ def launch_threads(inst) -> int:
     return max(1, n)
 
 
-def modelled_latency(stage, spec) -> tuple[float, dict]:
-    """The cost model's latency (ms) of ``stage`` on the spec's largest instance."""
-    from .cost import estimate
-    inst = largest_instance(spec)
+def modelled_latency(stage, spec, sizes: dict | None = None) -> tuple[float, dict]:
+    """The cost model's latency (ms) of ``stage`` on the timing instance."""
+    from .cost import estimate, launch_env
+    inst = timing_instance(spec, sizes)
     est = estimate(stage.program, stage.entry, stage.dialect, instance_sizes(spec, stage.program, stage.entry, inst),
-                   threads=launch_threads(inst))
+                   threads=launch_threads(inst), env=launch_env(inst.grid, inst.block, inst.dim))
     return est.ms, {"model": est.to_json(), "instance": inst.name}
 
 
@@ -62,8 +62,9 @@ class Evaluator:
     candidate to ``path`` and its spec beside it); ``source`` is the latency source of this search
     (a ``hw:`` label, or :data:`~xpiler.schedule.timing.MODEL`)."""
 
-    def __init__(self, test: Callable, source: str, *, repeats: int = 7, timeout_s: float = 60.0):
-        self.test, self.source = test, source
+    def __init__(self, test: Callable, source: str, *, repeats: int = 7, timeout_s: float = 60.0,
+                 sizes: dict | None = None):
+        self.test, self.source, self.sizes = test, source, sizes
         self.repeats, self.timeout_s = repeats, timeout_s
         self.memo: dict[str, Evaluation] = {}
         self.tests = 0
@@ -86,10 +87,10 @@ class Evaluator:
         from xpiler.spec import load_spec
         spec = load_spec(path.with_name(path.name + ".toml"))
         if self.source == MODEL:
-            ev.latency_ms, ev.detail = modelled_latency(stage, spec)
+            ev.latency_ms, ev.detail = modelled_latency(stage, spec, self.sizes)
             ev.latency_source = MODEL
             return
-        ms, note = measure_kernel(path, spec, repeats=self.repeats, timeout_s=self.timeout_s)
+        ms, note = measure_kernel(path, spec, repeats=self.repeats, timeout_s=self.timeout_s, sizes=self.sizes)
         ev.latency_ms, ev.latency_source = ms, self.source
         if ms is None:
             ev.why = note
@@ -102,5 +103,5 @@ class Evaluator:
         if self.source == MODEL:
             return None
         ms, _ = measure_kernel(path, load_spec(path.with_name(path.name + ".toml")), repeats=repeats,
-                               timeout_s=self.timeout_s)
+                               timeout_s=self.timeout_s, sizes=self.sizes)
         return ms

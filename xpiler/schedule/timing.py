@@ -51,14 +51,25 @@ def largest_instance(spec):
     return max(insts, key=lambda i: sum(i.numel(a.name) for a in spec.arrays))
 
 
-def measure_kernel(kernel: Path, spec, *, repeats: int = 7, timeout_s: float = 60.0) -> tuple[float | None, str]:
-    """Median latency (ms) of ``kernel`` on the spec's largest instance on hardware here, and a
-    note; ``(None, why)`` when it could not be timed."""
+def timing_instance(spec, sizes: dict | None = None):
+    """The instance latencies are taken on: the spec's largest, with ``sizes`` (``--tune-sizes``,
+    e.g. ``rows=4096,cols=1024``) put over its sizes when given (XPError when they make no valid
+    instance)."""
+    big = largest_instance(spec)
+    if not sizes:
+        return big
+    return spec.instance_with("tune", {**big.sizes, **sizes})
+
+
+def measure_kernel(kernel: Path, spec, *, repeats: int = 7, timeout_s: float = 60.0,
+                   sizes: dict | None = None) -> tuple[float | None, str]:
+    """Median latency (ms) of ``kernel`` on the timing instance on hardware here, and a note;
+    ``(None, why)`` when it could not be timed."""
     from xpiler.platforms import get_platform
     from xpiler.platforms.harness import write_job
     from xpiler.sandbox import run_limited
     from xpiler.verify.inputs import make_inputs
-    inst = largest_instance(spec)
+    inst = timing_instance(spec, sizes)
     work = Path(tempfile.mkdtemp(prefix="xpiler-time-"))
     try:
         plat = get_platform(spec.dialect)

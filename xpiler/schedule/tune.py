@@ -39,7 +39,8 @@ class TuneOutcome:
 
 
 def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
-         seed: int = 0, log=None, say=lambda m: None, start=None) -> TuneOutcome:
+         seed: int = 0, log=None, say=lambda m: None, start=None,
+         sizes: dict | None = None) -> TuneOutcome:
     """Search for a faster kernel than the verified, untuned ``stage``; ``test(stage, tag) ->
     (Verdict, path)`` is the migration's test of one program. ``start``: the program the plan's
     binding step started from (not yet in the target dialect); the search then starts there, so
@@ -54,13 +55,14 @@ def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_eva
         paths[st.hash] = Path(path)
         return v, path
 
-    ev = Evaluator(test_and_keep, source)
+    ev = Evaluator(test_and_keep, source, sizes=sizes)
     t0 = time.monotonic()
     root_eval = ev.evaluate(stage, "tune_root")
     emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
     root = start if start is not None and start.dialect != target else stage
     emit(kind="start", program_hash=stage.hash, search_root=root.hash, latency_source=source,
-         root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed)
+         root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed,
+         **({"sizes": sizes} if sizes else {}))
     if not root_eval.verified or root_eval.latency_ms is None:
         why = root_eval.why or "the untuned kernel did not verify again"
         emit(kind="result", chosen=stage.hash, steps=[], note=f"not tuned: {why}")
