@@ -28,7 +28,7 @@ def fake_timer(monkeypatch, latency_of):
     import xpiler.schedule.tune as T
     calls = []
 
-    def measure(path, spec, *, repeats=7, timeout_s=60.0):
+    def measure(path, spec, *, repeats=7, timeout_s=60.0, sizes=None):
         calls.append(repeats)
         return latency_of(Path(path).read_text(), len(calls)), "fake"
     monkeypatch.setattr(E, "measure_kernel", measure)
@@ -68,8 +68,8 @@ def test_untuned_kernel_is_kept_when_the_best_candidate_is_not_faster_when_timed
     import xpiler.schedule.evaluator as E
     orig = E.measure_kernel
 
-    def measure(path, spec, *, repeats=7, timeout_s=60.0):
-        ms, note = orig(path, spec, repeats=repeats, timeout_s=timeout_s)
+    def measure(path, spec, *, repeats=7, timeout_s=60.0, sizes=None):
+        ms, note = orig(path, spec, repeats=repeats, timeout_s=timeout_s, sizes=sizes)
         return (10.0 if repeats == 21 else ms), note
     monkeypatch.setattr(E, "measure_kernel", measure)
     r = migrate(SRC, "c", outdir=tmp_path / "o", tune=True, max_evals=2, perf=False)
