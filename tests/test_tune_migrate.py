@@ -119,3 +119,26 @@ def test_to_a_gpu_target_the_search_starts_before_binding_and_replay_follows_it(
         assert res["tuned_ms"] * 1.03 <= res["untuned_ms"]
     rr = replay(r.log_path)
     assert rr.ok and rr.output_hash == res["chosen"]
+
+
+@pytest.mark.parametrize("value", ["rows=x", "nosuch=3", "rows=0"])
+def test_tune_sizes_must_name_spec_sizes_with_positive_ints(tmp_path, value):
+    out = tmp_path / "o"
+    p = subprocess.run([sys.executable, "-m", "xpiler", "migrate", str(SRC), "--to", "c", "--tune", "--tune-sizes", value,
+                        "-o", str(out)], capture_output=True, text=True)
+    assert p.returncode == 2 and "XP1223" in p.stderr and "--tune-sizes" in p.stderr
+    assert not out.exists()
+
+
+def test_cost_model_counts_a_grid_stride_loop_per_thread():
+    from xpiler.frontend import parse_text
+    from xpiler.schedule.cost import estimate, launch_env
+    p = parse_text("""
+__global__ void k(const float *x, float *y, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = x[i];
+}""", "cuda", "<t>")
+    n = 1 << 20
+    few = estimate(p, "k", "cuda", {"n": n}, threads=32 * 256, env=launch_env((32, 1, 1), (256, 1, 1)))
+    many = estimate(p, "k", "cuda", {"n": n}, threads=4096 * 256, env=launch_env((4096, 1, 1), (256, 1, 1)))
+    assert few.global_bytes == many.global_bytes == 8 * n      # every element read and written once
+    assert few.ms > many.ms                                     # fewer threads: less of the GPU busy
