@@ -119,12 +119,65 @@ def _prebuild(files, dialect: str, work: Path, jobs: int) -> None:
         list(ex.map(one, files))
 
 
-def main() -> int:
+def time_output(cu: Path, to: str, work: Path, src_name: str | None = None, torch_ms: dict | None = None):
+    """Time one migrated output at its operator's perf shape next to PyTorch: ``(row, detail)``
+    (row: source, op, shape, check, ours ms, PyTorch ms, ratio), or ``(None, None)`` for an operator
+    without a perf shape. ``torch_ms`` caches PyTorch's time per (op, shape) within one run."""
     from xpiler.platforms import get_platform
     from xpiler.platforms.harness import read_outputs, write_job
     from xpiler.sandbox import run_limited
     from xpiler.spec import load_spec
     from xpiler.verify.inputs import make_inputs
+    op = cu.parent.name.split("__")[0].split(".")[0]
+    base_op = next((k for k in PERF if op == k or op.startswith(k + "_")), None)
+    src_name = src_name or cu.parent.name.split("__to__")[0]
+    if base_op is None:
+        return None, None
+    spec = load_spec(cu.with_name(cu.name + ".toml"))
+    sizes = dict(spec.sizes)
+    sizes.update({k: v for k, v in PERF[base_op].items() if k in sizes})
+    spec.shapes = [{"name": "perf", **sizes}]
+    try:
+        inst = spec.instances(["perf"])[0]
+        exe = get_platform(to).build(cu, spec, work, sanitize=False, gpu=True, timing=True)
+    except Exception as e:
+        return ((src_name, base_op, "-", "AMD builtins: not runnable on NVIDIA" if "AMD builtins" in str(e)
+                 else "BUILD/SPEC FAILED", "", "", ""), {"source": src_name, "error": str(e)[:2000]})
+    arrays = make_inputs(inst, 0)
+    work.mkdir(parents=True, exist_ok=True)
+    jd = Path(tempfile.mkdtemp(prefix="job-", dir=work))
+    write_job(jd, inst, arrays)
+    oc = run_limited([str(exe), str(jd)], timeout_s=180, mem_mb=None)
+    shape = ",".join(f"{k}={v}" for k, v in PERF[base_op].items())
+    if not oc.ok:
+        return (src_name, base_op, shape, f"RUN FAILED ({oc.reason})", "", "", ""), \
+            {"source": src_name, "stderr": oc.stderr[-2000:]}
+    m = re.search(r"xpiler-time-ms: ([0-9.]+)", oc.stdout)
+    ours = float(m.group(1)) if m else float("nan")
+    got = read_outputs(jd, inst)
+    try:
+        fn, out_name = torch_ref(base_op, None, {k: v for k, v in arrays.items()}, sizes)
+        if fn is None:
+            return None, None
+        ref = fn().float().cpu().numpy().reshape(got[out_name].shape)
+        err = float(np.max(np.abs(got[out_name].astype(np.float64) - ref))) if ref.size else 0.0
+        key = (base_op, shape)
+        if torch_ms is not None and key in torch_ms:
+            tms = torch_ms[key]
+        else:
+            tms = time_torch(fn)
+            if torch_ms is not None:
+                torch_ms[key] = tms
+    except Exception as e:  # a baseline that cannot run here is reported, not fatal
+        return (src_name, base_op, shape, f"baseline failed: {type(e).__name__}", f"{ours:.4f}", "", ""), None
+    ok = err < 1e-2 * max(1.0, float(np.abs(ref).max()))
+    return ((src_name, base_op, shape, "ok" if ok else "MISMATCH", f"{ours:.4f}", f"{tms:.4f}",
+             f"{tms / ours:.2f}" if ours > 0 else "-"),
+            {"source": src_name, "op": base_op, "shape": shape, "ours_ms": ours, "torch_ms": tms, "ok": ok,
+             "ratio_torch_over_ours": tms / ours if ours > 0 else None, "max_abs_vs_torch": err})
+
+
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--out", default=".")
@@ -138,48 +191,12 @@ def main() -> int:
     files = sorted(Path(a.dir).glob(f"*__to__{a.to}/*{ext}"))
     _prebuild(files, a.to, work, a.jobs)
     for cu in files:
-        op = cu.parent.name.split("__")[0].split(".")[0]
-        base_op = next((k for k in PERF if op == k or op.startswith(k + "_")), None)
-        src_name = cu.parent.name.split("__to__")[0]
-        if base_op is None:
+        row, detail = time_output(cu, a.to, work)
+        if row is None:
             continue
-        spec = load_spec(cu.with_name(cu.name + ".toml"))
-        sizes = dict(spec.sizes)
-        sizes.update({k: v for k, v in PERF[base_op].items() if k in sizes})
-        spec.shapes = [{"name": "perf", **sizes}]
-        try:
-            inst = spec.instances(["perf"])[0]
-            exe = get_platform(a.to).build(cu, spec, work, sanitize=False, gpu=True, timing=True)
-        except Exception as e:
-            rows.append((src_name, base_op, "-", "AMD builtins: not runnable on NVIDIA" if "AMD builtins" in str(e) else "BUILD/SPEC FAILED", "", "", ""))
-            details.append({"source": src_name, "error": str(e)[:2000]})
-            continue
-        arrays = make_inputs(inst, 0)
-        jd = work / f"job-{len(details)}"
-        write_job(jd, inst, arrays)
-        oc = run_limited([str(exe), str(jd)], timeout_s=180, mem_mb=None)
-        shape = ",".join(f"{k}={v}" for k, v in PERF[base_op].items())
-        if not oc.ok:
-            rows.append((src_name, base_op, shape, f"RUN FAILED ({oc.reason})", "", "", ""))
-            details.append({"source": src_name, "stderr": oc.stderr[-2000:]})
-            continue
-        m = re.search(r"xpiler-time-ms: ([0-9.]+)", oc.stdout)
-        ours = float(m.group(1)) if m else float("nan")
-        got = read_outputs(jd, inst)
-        try:
-            fn, out_name = torch_ref(base_op, None, {k: v for k, v in arrays.items()}, sizes)
-            if fn is None:
-                continue
-            ref = fn().float().cpu().numpy().reshape(got[out_name].shape)
-            err = float(np.max(np.abs(got[out_name].astype(np.float64) - ref))) if ref.size else 0.0
-            tms = time_torch(fn)
-        except Exception as e:  # a baseline that cannot run here is reported, not fatal
-            rows.append((src_name, base_op, shape, f"baseline failed: {type(e).__name__}", f"{ours:.4f}", "", ""))
-            continue
-        rows.append((src_name, base_op, shape, "ok" if err < 1e-2 * max(1.0, float(np.abs(ref).max())) else "MISMATCH",
-                     f"{ours:.4f}", f"{tms:.4f}", f"{tms / ours:.2f}" if ours > 0 else "-"))
-        details.append({"source": src_name, "op": base_op, "shape": shape, "ours_ms": ours, "torch_ms": tms,
-                        "ratio_torch_over_ours": tms / ours if ours > 0 else None, "max_abs_vs_torch": err})
+        rows.append(row)
+        if detail is not None:
+            details.append(detail)
     Path(a.out).mkdir(parents=True, exist_ok=True)
     (Path(a.out) / f"gpu_perf_{a.to}.json").write_text(json.dumps(details, indent=1))
     print(f"| source → {a.to} | op | shape | check vs torch | ours ms | PyTorch ms | PyTorch/ours |")

@@ -96,6 +96,10 @@ class Evaluator:
             ev.why = note
         else:
             ev.detail = {"instance": note}
+            try:   # the model's figure beside the measured one: its rank correlation is measured from these
+                ev.detail["model_ms"] = modelled_latency(stage, spec, self.sizes)[0]
+            except Exception:
+                pass
 
     def retime(self, path: Path, repeats: int) -> float | None:
         """A fresh hardware timing of a written candidate (None for the model or a failed run)."""

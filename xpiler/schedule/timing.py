@@ -14,6 +14,8 @@ compared with each other: one search uses one source for all its candidates (:fu
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import tempfile
@@ -61,6 +63,23 @@ def timing_instance(spec, sizes: dict | None = None):
     return spec.instance_with("tune", {**big.sizes, **sizes})
 
 
+@contextlib.contextmanager
+def _timing_lock():
+    """Timed runs one at a time when ``XPILER_TIMING_LOCK`` names a lock file (several tuning
+    processes sharing one GPU or CPU would otherwise time each other's load)."""
+    path = os.environ.get("XPILER_TIMING_LOCK")
+    if not path:
+        yield
+        return
+    import fcntl
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def measure_kernel(kernel: Path, spec, *, repeats: int = 7, timeout_s: float = 60.0,
                    sizes: dict | None = None) -> tuple[float | None, str]:
     """Median latency (ms) of ``kernel`` on the timing instance on hardware here, and a note;
@@ -79,7 +98,8 @@ def measure_kernel(kernel: Path, spec, *, repeats: int = 7, timeout_s: float = 6
             exe = plat.build(Path(kernel), spec, work, sanitize=False, timing=repeats)
         job = work / "job"
         write_job(job, inst, make_inputs(inst, 0))
-        oc = run_limited([str(exe), str(job)], timeout_s=timeout_s, mem_mb=None)
+        with _timing_lock():
+            oc = run_limited([str(exe), str(job)], timeout_s=timeout_s, mem_mb=None)
         m = re.search(r"xpiler-time-ms: ([0-9.eE+-]+)", oc.stdout or "")
         if not oc.ok or not m:
             return None, f"the timed run failed ({oc.reason})"
