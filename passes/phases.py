@@ -19,6 +19,8 @@ refused (docs/passes/binding.md, "Phases"):
     the same values;
   - any other statement (a store, a loop that carries a dependence and writes memory) runs in
     thread 0 only, and may not assign a scalar the other threads use;
+  - ``if (C) { S; return; }`` with a pure ``C`` that reads no memory is a uniform early exit:
+    every thread returns, thread 0 runs the stores ``S`` first (``_uniform_exit``);
   - ``__syncthreads()`` follows every phase that writes memory, so the next phase sees it.
 
   Launch ``{"grid": [1, 1, 1], "block": [B, 1, 1]}``.
@@ -254,6 +256,9 @@ def plan(program, func: N.Func, target: str, block: int) -> dict:
         if not writes_memory(s) and _pure_control(s):
             units.append((s, "all", None))
             continue
+        if _uniform_exit(s):
+            units.append((s, "exit", None))
+            continue
         if _has_exit(s):
             raise NotPhases("a statement that runs in one thread/task only returns or breaks out", s)
         inside = {d.name for d in walk(s) if isinstance(d, N.Decl)}
@@ -267,6 +272,23 @@ def plan(program, func: N.Func, target: str, block: int) -> dict:
     if not any(h == "par" for _, h, _ in units) and target != "bang":
         raise NotPhases("no loop to spread over the block", func)
     return {"units": units, "block": block}
+
+
+def _uniform_exit(s) -> bool:
+    """``if (C) { S; return; }``: C is pure and reads no memory (only parameters and the
+    top-level scalars, which every thread holds alike), so the whole block leaves together; S
+    (stores, such as writing the result of an empty input) has no exit or barrier of its own and
+    runs in thread 0 before the return."""
+    if not (isinstance(s, N.If) and s.else_ is None and _pure(s.cond)):
+        return False
+    if any(isinstance(n, (N.Index, N.Member)) or isinstance(n, N.UnOp) and n.op == "*" for n in walk(s.cond)):
+        return False
+    body = D.strip_comments(s.then.stmts if isinstance(s.then, N.Block) else (s.then,))
+    if not body or not isinstance(body[-1], N.Return) or body[-1].value is not None:
+        return False
+    rest = N.Block(tuple(body[:-1]))
+    return not _has_exit(rest) and not any(isinstance(n, N.Barrier) for n in walk(rest)) and \
+        _pure_control(rest)
 
 
 def _pure_control(s) -> bool:
@@ -300,6 +322,11 @@ def build(program, func: N.Func, target: str, ph: dict, fresh):
             out.append(N.If(N.BinOp("==", tid, N.Const(0)), s if isinstance(s, N.Block) else N.Block((s,)),
                             loc=s.loc))
             out.append(N.Barrier("block"))
+            continue
+        if how == "exit":               # uniform early return: thread 0 stores, every thread returns
+            body = D.strip_comments(s.then.stmts if isinstance(s.then, N.Block) else (s.then,))
+            out.append(s.with_(then=N.Block((N.If(N.BinOp("==", tid, N.Const(0)), N.Block(tuple(body[:-1]))),
+                                             body[-1]))))
             continue
         # a block-stride loop with its reductions
         pre, post, mapping = [], [], {}

@@ -86,6 +86,120 @@ class X86:
         self.vfuncs = vfuncs            # name -> (vector param kinds, return kind or None)
         self.vars = {}                  # vector variable -> kind
         self.known_math = {}            # helper function -> scalar math function it computes
+        self.splats = {}                # vector constant held as one scalar -> kind (plan_scalars)
+        self.accs = {}                  # vector sum accumulator held as one scalar -> kind
+        self.masks = set()              # __mmaskN variables (their unused declarations are dropped)
+
+    # ------------------------------------------------------------------ scalar vectors
+    def plan_scalars(self, body):
+        """Vector variables that need no lanes (``self.splats``, ``self.accs``):
+
+        * a splat: declared once as ``_mm512_set1_ps/pd/epi32(x)`` or ``_mm512_setzero_*()`` and
+          never assigned again (nor its address taken): every lane holds the value ``x`` had at
+          the declaration, so one scalar of the lane type holds the vector exactly;
+        * a sum accumulator: a float vector declared once as ``_mm512_setzero_ps()`` whose only
+          uses are ``a = _mm512_add_ps(a, X)`` (either order, ``X`` not reading ``a``) and leaves
+          of a ``_mm512_add_ps`` tree under ``_mm512_reduce_add_ps`` whose leaves are all such
+          accumulators: only the total of its lanes is ever observed, so one float ``a`` with
+          ``a += X[l]`` for each lane holds that total (the float additions regrouped: a sum
+          reduction, docs/decisions.md)."""
+        decls, dup = {}, set()
+        for n in walk(body):
+            if isinstance(n, N.Decl):
+                if n.name in decls:
+                    dup.add(n.name)
+                decls[n.name] = n
+            elif isinstance(n, N.For):
+                dup.add(n.var)
+        assigned = _assigned((body,))
+        uses = {}
+        for n in walk(body):
+            if isinstance(n, N.Var):
+                uses[n.name] = uses.get(n.name, 0) + 1
+        for name, d in decls.items():
+            k = self.vkind_of_type(d.type)
+            if k not in ("f32", "f64", "i32") or name in dup or d.init is None:
+                continue
+            nm = _name(d.init) or ""
+            sfx = _sfx(nm) if nm else ""
+            zero = nm.startswith("_mm512_setzero_") and len(d.init.args) == 0
+            one = nm.startswith("_mm512_set1_") and len(d.init.args) == 1 and KIND_OF_SFX.get(sfx) == k
+            if (zero or one) and name not in assigned:
+                self.splats[name] = k
+            elif zero and k == "f32":
+                self.accs[name] = k
+        # accumulators: every use accounted for (fixpoint: a reduce tree with a non-accumulator
+        # leaf disqualifies all of its leaves)
+        while True:
+            seen = {a: 0 for a in self.accs}
+            bad = set()
+            for n in walk(body):
+                if isinstance(n, N.Assign) and isinstance(n.target, N.Var) and n.target.name in self.accs:
+                    x = self._acc_update(n)
+                    if x is None:
+                        bad.add(n.target.name)
+                    else:
+                        seen[n.target.name] += 2
+                if _name(n) == "_mm512_reduce_add_ps" and len(n.args) == 1:
+                    leaves = self._add_leaves(n.args[0])
+                    if leaves is not None and all(x in self.accs for x in leaves):
+                        for x in leaves:
+                            seen[x] += 1
+            bad |= {a for a in self.accs if seen[a] != uses.get(a, 0)}
+            if not bad:
+                break
+            for a in bad:
+                del self.accs[a]
+
+    def _acc_update(self, s):
+        """X of ``a = _mm512_add_ps(a, X)`` / ``(X, a)`` (X not reading a), else None."""
+        a = s.target.name
+        v = s.value
+        if s.op != "=" or _name(v) != "_mm512_add_ps" or len(v.args) != 2:
+            return None
+        x, y = v.args
+        if isinstance(x, N.Var) and x.name == a:
+            other = y
+        elif isinstance(y, N.Var) and y.name == a:
+            other = x
+        else:
+            return None
+        if any(isinstance(n, N.Var) and n.name == a for n in walk(other)):
+            return None
+        return other
+
+    def _add_leaves(self, e):
+        """Variable names at the leaves of an ``_mm512_add_ps`` tree of variables, else None."""
+        if isinstance(e, N.Var):
+            return [e.name]
+        if _name(e) == "_mm512_add_ps" and len(e.args) == 2:
+            l, r = self._add_leaves(e.args[0]), self._add_leaves(e.args[1])
+            return None if l is None or r is None else l + r
+        return None
+
+    def _acc_sum(self, e):
+        if isinstance(e, N.Var):
+            return N.Var(e.name)
+        return b("+", self._acc_sum(e.args[0]), self._acc_sum(e.args[1]))
+
+    def splat_value(self, init, k):
+        et = KIND_TYPE[k]
+        if _name(init).startswith("_mm512_setzero_"):
+            return cf(0.0) if k == "f32" else N.Const(0.0, "float64", "0.0") if k == "f64" else c(0)
+        return cast(et, init.args[0])
+
+    def mask_value(self, e, pre):
+        """``_mm512_cmp_ps_mask(a, b, P)`` used as a value: the 16-bit mask, bit l set when the
+        lane comparison holds, computed into a fresh ``uint16_t``."""
+        t, l = self.ctx.fresh("k"), self.ctx.fresh("l")
+        U16 = scalar("uint16")
+        pre.append(decl(t, U16, c(0)))
+        body = []
+        bit = self.mbit(e, N.Var(l), body)
+        one = b("<<", N.Const(1, "uint32", "1u"), N.Var(l))
+        body.append(N.If(bit, N.Block((assign(N.Var(t), cast(U16, b("|", N.Var(t), one))),))))
+        pre.append(loop(l, 0, 16, body))
+        return N.Var(t)
 
     # ------------------------------------------------------------------ helpers
     def refuse(self, why, node=None):
@@ -155,6 +269,18 @@ class X86:
         if isinstance(e, N.Var):
             if e.name not in self.vars:
                 self.refuse(f"'{e.name}' is not a vector variable")
+            if e.name in self.accs:
+                self.refuse(f"accumulator '{e.name}' read lane by lane")
+            if e.name in self.splats:
+                if view == self.vars[e.name]:
+                    return N.Var(e.name)
+                tmp = self.ctx.fresh("v")        # another view: the lanes, from the scalar
+                k = self.vars[e.name]
+                i = self.ctx.fresh("l")
+                pre.append(decl(tmp, N.Array(KIND_TYPE[k], (c(LANES[k]),))))
+                pre.append(loop(i, 0, LANES[k], assign(ix(tmp, N.Var(i)), N.Var(e.name))))
+                self.vars[tmp] = k
+                return self.read_var(tmp, l, view)
             return self.read_var(e.name, l, view)
         if isinstance(e, N.Cast):
             return self.lane(e.expr, l, view, pre)
@@ -360,6 +486,10 @@ class X86:
     def scalar_of(self, e, pre):
         name = _name(e)
         a = e.args
+        if name == "_mm512_reduce_add_ps" and len(a) == 1:
+            leaves = self._add_leaves(a[0])
+            if leaves is not None and leaves and all(x in self.accs for x in leaves):
+                return self._acc_sum(a[0])
         kind = KIND_OF_SFX[_sfx(name)]
         op = name[len("_mm512_reduce_"):].rsplit("_", 1)[0]
         t, w, i = self.ctx.fresh("red"), self.ctx.fresh("w"), self.ctx.fresh("i")
@@ -393,6 +523,12 @@ class X86:
         s = rewrite(s, lambda n: self.scalar_of(n, out) if (_name(n) or "").startswith("_mm512_reduce_") else n)
         if isinstance(s, N.Decl):
             k = self.vkind_of_type(s.type)
+            if k is not None and (s.name in self.splats or s.name in self.accs):
+                self.vars[s.name] = k           # one scalar (plan_scalars)
+                t = KIND_TYPE[k].with_(const=s.name in self.splats)
+                val = self.splat_value(s.init, k) if s.name in self.splats else cf(0.0)
+                out.append(N.Decl(s.name, t, val, loc=s.loc))
+                return
             if k is not None:
                 self.vars[s.name] = k
                 out.append(s.with_(type=N.Array(KIND_TYPE[k], (c(LANES[k]),)), init=None, storage=()))
@@ -405,6 +541,12 @@ class X86:
             if isinstance(t, N.Scalar) and t.spelling in MASK_SPELL:
                 dt, sp = MASK_SPELL[t.spelling]
                 s = s.with_(type=t.with_(spelling=sp))
+                self.masks.add(s.name)
+        if isinstance(s, N.Assign) and isinstance(s.target, N.Var) and s.target.name in self.accs:
+            x, l, body = self._acc_update(s), self.ctx.fresh("l"), []
+            val = self.lane(x, N.Var(l), "f32", body)
+            out.append(loop(l, 0, 16, body + [N.Assign(N.Var(s.target.name), "+=", val, loc=s.loc)]))
+            return
         if isinstance(s, N.Assign) and isinstance(s.target, N.Var) and s.target.name in self.vars:
             if s.op != "=":
                 self.refuse("compound assignment to a vector", s)
@@ -427,6 +569,8 @@ class X86:
             return
         # scalar statement: reductions and casts of masks
         pre = []
+        s = rewrite(s, lambda n: self.mask_value(n, pre) if _name(n) == "_mm512_cmp_ps_mask" and len(n.args) == 3
+                    else n)
 
         def fn(n):
             nm = _name(n)
@@ -490,6 +634,26 @@ def _assigned(stmts) -> set:
         if isinstance(t, N.Var):
             out.add(t.name)
     return out
+
+
+def _drop_unused(body, names):
+    """``body`` without the declarations of the mask variables ``names`` that nothing reads
+    any more (a tail mask whose every test became ``l < k``), when their initialiser has no
+    side effect."""
+    used = {n.name for n in walk(body) if isinstance(n, N.Var)}
+    dead = set(names) - used
+
+    def pure(e):
+        return e is None or not any(isinstance(n, (N.Call, N.Intrinsic, N.AssignExpr)) or
+                                    isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") for n in walk(e))
+
+    def fn(n):
+        if isinstance(n, N.Block):
+            keep = tuple(s for s in n.stmts if not (isinstance(s, N.Decl) and s.name in dead and pure(s.init)))
+            if len(keep) != len(n.stmts):
+                return n.with_(stmts=keep)
+        return n
+    return rewrite(body, fn) if dead else body
 
 
 def _lower_body(x: X86, stmts) -> tuple:
@@ -681,7 +845,11 @@ def lower_program(program: N.Program, names, Ctx) -> N.Program:
             body = it.body
             if body is not None:
                 body = lower_masks(body)
+                x.plan_scalars(body)
                 body = N.Block(_lower_body(x, body.stmts), loc=body.loc)
+                body = _drop_unused(body, x.masks)
+                from .step_loops import normalize
+                body = normalize(body, ctx.env, names)
             it = it.with_(params=tuple(params), ret=ret, body=body)
         items.append(it)
     return program.with_(items=tuple(items))
