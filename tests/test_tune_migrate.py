@@ -113,6 +113,8 @@ def test_to_a_gpu_target_the_search_starts_before_binding_and_replay_follows_it(
     assert evals and evals[0]["step"]["pass"] == "binding", "the root's children are binding alternatives"
     assert all(e["latency_source"] == start["latency_source"] for e in evals if e["verified"])
     res = next(e for e in ev if e["type"] == "tune" and e["kind"] == "result")
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "## Tuning (MCTS)" in md and start["latency_source"] in md and (tmp_path / "o" / "search.png").is_file()
     if res["steps"]:
         note = next(e for e in ev if e["type"] == "note" and e.get("what") == "search from")
         assert note["program_hash"] == start["search_root"] and res["steps"][0]["pass"] == "binding"

@@ -88,6 +88,75 @@ def _perf_png(perf: dict) -> bytes | None:
     return buf.getvalue()
 
 
+def search_graph(events: list[dict]) -> nx.DiGraph:
+    """The tuner's explored programs (``tune`` events): nodes by hash with their latency, edges
+    from the program each candidate was made from, labelled with the step."""
+    g = nx.DiGraph()
+    start = next((e for e in events if e["type"] == "tune" and e.get("kind") == "start"), None)
+    if start is None:
+        return g
+    g.add_node(start.get("search_root", start["program_hash"]), latency_ms=None, verified=True, root=True)
+    for e in events:
+        if e["type"] == "tune" and e.get("kind") == "evaluate":
+            g.add_node(e["program_hash"], latency_ms=e.get("latency_ms"), verified=e.get("verified"))
+            if e.get("parent"):
+                st = e.get("step") or {}
+                g.add_edge(e["parent"], e["program_hash"], label=st.get("pass", "?"))
+    return g
+
+
+def _search_png(events: list[dict]) -> bytes | None:
+    """The search curve (every candidate's latency and the best so far, by evaluation) and the
+    explored program graph, side by side."""
+    evals = [e for e in events if e["type"] == "tune" and e.get("kind") == "evaluate"]
+    if not evals:
+        return None
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    start = next(e for e in events if e["type"] == "tune" and e.get("kind") == "start")
+    root_ms = (start.get("root") or {}).get("latency_ms")
+    src = start.get("latency_source", "")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    xs = [e["evaluations"] for e in evals if e.get("verified") and e.get("latency_ms")]
+    ys = [e["latency_ms"] for e in evals if e.get("verified") and e.get("latency_ms")]
+    a.scatter(xs, ys, s=14, color="#90a4ae", label="verified candidate")
+    fails = [e["evaluations"] for e in evals if not e.get("verified")]
+    if fails and ys:
+        a.scatter(fails, [max(ys)] * len(fails), s=14, marker="x", color="#e57373", label="failed its tests")
+    best, bx, by = root_ms, [0], [root_ms]
+    for e in evals:
+        if e.get("verified") and e.get("latency_ms") and (best is None or e["latency_ms"] < best):
+            best = e["latency_ms"]
+        bx.append(e["evaluations"])
+        by.append(best)
+    a.step(bx, by, where="post", color="#1976d2", label="best so far")
+    if root_ms:
+        a.axhline(root_ms, color="#9e9e9e", linestyle="--", linewidth=1, label="untuned")
+    a.set_xlabel("candidates evaluated")
+    a.set_ylabel(f"latency (ms, {src})")
+    a.set_title("search curve" + (" (cost model)" if src.startswith("model") else ""), fontsize=9)
+    a.legend(fontsize=7)
+    g = search_graph(events)
+    try:
+        pos = nx.nx_agraph.graphviz_layout(g, prog="dot")
+    except Exception:
+        pos = nx.spring_layout(g, seed=0)
+    colors = ["#1976d2" if g.nodes[n].get("root") else "#4caf50" if g.nodes[n].get("verified") else "#e57373"
+              for n in g.nodes]
+    nx.draw_networkx(g, pos, ax=b, node_color=colors, node_size=60, with_labels=False, arrows=True, width=0.6)
+    nx.draw_networkx_edge_labels(g, pos, ax=b, edge_labels=nx.get_edge_attributes(g, "label"), font_size=6)
+    b.set_title("explored programs\n(blue: search root, green: verified, red: failed)", fontsize=9)
+    b.axis("off")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
 MAX_DIFF_LINES = 400
 
 
@@ -108,7 +177,7 @@ def _step_diffs(result) -> list[tuple[str, list[str]]]:
 
 
 # every file write_report may write (checked by a migration before it writes anything)
-REPORT_FILES = ("report.md", "report.html", "program_graph.png", "performance.png")
+REPORT_FILES = ("report.md", "report.html", "program_graph.png", "performance.png", "search.png")
 
 
 def write_report(outdir: Path, src: Path, spec, result, log_path: Path, owner=None) -> Path:
@@ -137,8 +206,24 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path, owner=No
         perf[f"migrated kernel ({r['substrate']}, {r['instance']})"] = r["kernel_ms"]
         perf[f"{r['baseline']} ({r['instance']})"] = r["baseline_ms"]
     ppng = _perf_png(perf)
-    if ppng:
-        put("performance.png", ppng)
+    spng = _search_png(events)
+    if spng:
+        put("search.png", spng)
+    tune_res = next((e for e in events if e["type"] == "tune" and e.get("kind") == "result"), None)
+    tune_lines = []
+    if tune_res is not None:
+        tstart = next((e for e in events if e["type"] == "tune" and e.get("kind") == "start"), {})
+        src_l = tstart.get("latency_source", "?")
+        steps_t = ", ".join(f"{st['pass']}({', '.join(f'{k}={v}' for k, v in st['params'].items() if k != 'target')})"
+                            for st in tune_res.get("steps", [])) or "none (untuned kernel kept)"
+        u, t = tune_res.get("untuned_ms"), tune_res.get("tuned_ms")
+        tune_lines = [f"Latency source: **{src_l}**" + (" (the analytical cost model: a ranking, not a measurement)"
+                                                         if str(src_l).startswith("model") else " (measured)") + ".",
+                      f"Chosen steps: {steps_t}.",
+                      f"Untuned {u if u is None else f'{u:.4g}'} ms, tuned {t if t is None else f'{t:.4g}'} ms; "
+                      f"{tune_res.get('evaluations')} candidates, stopped: {tune_res.get('stopped')}."]
+        if tune_res.get("note"):
+            tune_lines.append(f"_{tune_res['note']}_")
     if gpng:
         put("program_graph.png", gpng)
 
@@ -179,6 +264,8 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path, owner=No
         md.append("_not measured in this run_")
     if ppng:
         md += ["", "![performance](performance.png)"]
+    if tune_lines:
+        md += ["", "## Tuning (MCTS)", ""] + tune_lines + (["", "![search](search.png)"] if spng else [])
     md += ["", "## Source", "", "```c", src_text.rstrip(), "```", "", f"## Target ({result.target})", "", "```c",
            tgt_text.rstrip(), "```", "", "## Diff source → target", "", "```diff"]
     md += list(difflib.unified_diff(src_text.splitlines(), tgt_text.splitlines(), "source", "target", lineterm=""))
@@ -226,6 +313,7 @@ xpiler {esc(str(header.get('version')))} ({esc(str(header.get('git')))}).</p>
 <h2>Pass sequence</h2><ol>{steps_html}</ol>{step_diffs_html}
 <h2>Program graph</h2>{img(gpng) or '<p>(matplotlib not installed)</p>'}
 <h2>Performance</h2>{perf_table}{img(ppng) or '<p>No latency measured in this run.</p>'}{notes_html}
+{('<h2>Tuning (MCTS)</h2>' + ''.join(f'<p>{esc(x)}</p>' for x in tune_lines) + img(spng)) if tune_lines else ''}
 <h2>Diagnostics</h2><ul>{diag_html or '<li>none</li>'}</ul>
 <h2>Source and target</h2><div class="cols"><div><h3>source ({esc(spec.dialect)})</h3><pre>{esc(src_text)}</pre></div>
 <div><h3>target ({esc(result.target)})</h3><pre>{esc(tgt_text)}</pre></div></div>
