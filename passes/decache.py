@@ -108,6 +108,33 @@ def _flatten(stmts) -> list:
     return out
 
 
+def _names(node) -> set:
+    """Every name a statement uses or declares."""
+    return _vars(node) | {d.name for d in walk(node) if isinstance(d, N.Decl)} | {
+        l.var for l in walk(node) if isinstance(l, N.For)}
+
+
+def _flatten_staged(stmts) -> list:
+    """:func:`_flatten`, and also braces that declare pure scalars before their loops
+    (``{ const float s = (float)alpha; for ... }`` from detensorize) when no other statement of
+    the list names what they declare (so opening the braces captures nothing)."""
+    out = _flatten(stmts)
+    while True:
+        for k, s in enumerate(out):
+            if not isinstance(s, N.Block):
+                continue
+            decls = [x for x in s.stmts if isinstance(x, N.Decl)]
+            if not all(isinstance(d.type, N.Scalar) and d.init is not None and _pure(d.init) for d in decls):
+                continue
+            own = {d.name for d in decls}
+            if len(own) != len(decls) or own & _names(tuple(out[:k] + out[k + 1:])):
+                continue
+            out = out[:k] + _flatten(s.stmts) + out[k + 1:]
+            break
+        else:
+            return out
+
+
 def _fresh(base: str, taken: set) -> str:
     k = 1
     while f"{base}_{k}" in taken:
@@ -117,10 +144,14 @@ def _fresh(base: str, taken: set) -> str:
     return name
 
 
+def _is_lane(e, var) -> bool:
+    return isinstance(e, N.Var) and e.name == var
+
+
 class _Lane:
     """One lane loop: its variable, trip count, body, and what it touches."""
 
-    def __init__(self, loop: N.For, buffers: dict, ctx):
+    def __init__(self, loop: N.For, buffers: dict, ctx, fill: bool = False):
         self.loop, self.var, self.trip = loop, loop.var, loop.hi
         if not (_is_int(loop.lo, 0) and _is_int(loop.step, 1) and loop.binding is None and
                 loop.var_type is not None):
@@ -148,6 +179,15 @@ class _Lane:
                 if t.name not in own:
                     raise Refused(f"loop '{loop.var}' assigns '{t.name}', declared outside it")
                 continue
+            b = self._fill_elem(t, buffers) if fill and not (
+                isinstance(t, N.Index) and isinstance(t.base, N.Var) and _is_lane(t.index, self.var)) else None
+            if b is not None:
+                # a conditional fill at any element of a buffer (``(buf + off)[v]``, ``buf[e]``):
+                # the fill is dropped and the buffer counts as undefined after it
+                if s.op != "=":
+                    raise Refused(f"loop '{loop.var}' updates '{b}' at another element than its lane")
+                self.buf_writes.append(b)
+                continue
             if isinstance(t, N.Index) and isinstance(t.base, N.Var) and t.base.name in buffers:
                 self._lane_elem(t, buffers)
                 if s.op != "=":
@@ -159,6 +199,20 @@ class _Lane:
             roots = ctx.roots(t)
             self.mem_writes |= roots
         self.stores = bool(self.mem_writes)
+
+    @staticmethod
+    def _fill_elem(t, buffers):
+        """The buffer a fill stores to at an element other than its lane (the address is pure and
+        names no other buffer), else None."""
+        if not isinstance(t, N.Index):
+            return None
+        b, off = D._split_ptr(t.base)
+        if b not in buffers:
+            return None
+        addr = (t.index,) if off is None else (off, t.index)
+        if not all(_pure(x) for x in addr) or _vars(addr) & set(buffers):
+            return None
+        return b
 
     def _lane_elem(self, ix, buffers):
         if not (isinstance(ix.index, N.Var) and ix.index.name == self.var):
@@ -260,7 +314,7 @@ def _flat_index(e, ctx):
 
 def _unstage_block(stmts, ctx: _Ctx, taken: set):
     """The new statements of a staged block, or raise Refused."""
-    flat = _flatten(stmts)
+    flat = _flatten_staged(stmts)
     buffers = {}
     for name, t in ctx.types.items():
         if isinstance(t, N.Array) and len(t.dims) == 1 and isinstance(t.elem, N.Scalar) and \
@@ -275,6 +329,8 @@ def _unstage_block(stmts, ctx: _Ctx, taken: set):
     for s in flat:
         if isinstance(s, N.Comment):
             comments.append(s)
+        elif isinstance(s, N.Decl) and s.name in buffers and s.init is None:
+            continue        # the buffer itself, declared in the block (recovered per task): it goes
         elif isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init):
             decls.append(s)
         elif isinstance(s, N.For):
@@ -283,7 +339,7 @@ def _unstage_block(stmts, ctx: _Ctx, taken: set):
             inner = [x for x in _flatten(_as_stmts(s.then)) if not isinstance(x, N.Comment)]
             if not inner or not all(isinstance(x, N.For) for x in inner):
                 raise Refused("an if holds more than lane loops")
-            lanes = [_Lane(x, buffers, ctx) for x in inner]
+            lanes = [_Lane(x, buffers, ctx, fill=True) for x in inner]
             if any(l.stores for l in lanes):
                 raise Refused("a conditional loop stores to global memory")
             units.append(("fill", lanes, s))

@@ -759,6 +759,14 @@ def _solve(cons) -> str:
     s.set("timeout", TIMEOUT_MS)
     s.add(*cons)
     r = s.check()
+    if r == z3.unknown:
+        # the default non-linear engine's answer depends on what the process asked Z3 before
+        # (one query: unknown at first, unsat when repeated); eliminating the defined names
+        # first answers such queries at once
+        s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
+        s.set("timeout", TIMEOUT_MS)
+        s.add(*cons)
+        r = s.check()
     return "unsat" if r == z3.unsat else ("sat" if r == z3.sat else "unknown")
 
 
@@ -873,6 +881,9 @@ def equal_subscripts(ea, loops_a, eb, loops_b, env) -> list:
     ea, loops_a = _closed_forms(ea, loops_a, "a", env, cons)
     eb, loops_b = _closed_forms(eb, loops_b, "b", env, cons)
     pa, pb = _poly(_expand(ea, env), env), _poly(_expand(eb, env), env)
+    from . import segments      # a lane over rows of a segment whose length varies (passes/segments.py)
+    pa, pb = segments.split(pa, pb, loops_a, loops_b, env, cons, poly=_poly, poly_expr=_poly_expr,
+                            expand=_expand, to_z3=to_z3)
     for _ in range(8):
         hit = False
         for la in loops_a:

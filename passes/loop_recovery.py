@@ -224,6 +224,15 @@ def _vars(node) -> set:
     return {n.name for n in walk(node) if isinstance(n, N.Var)}
 
 
+def _names_text(nodes, name: str) -> bool:
+    """``name`` is used in ``nodes``: as a variable, or inside verbatim text (a word of it)."""
+    import re
+    if name in _vars(tuple(nodes)):
+        return True
+    pat = re.compile(r"\b" + re.escape(name) + r"\b")
+    return any(isinstance(n, N.Raw) and pat.search(n.text) for n in walk(tuple(nodes)))
+
+
 def _loc_of(node):
     return getattr(node, "loc", None)
 
@@ -1686,6 +1695,9 @@ class _Recovery:
                 if it.scope in ("nram", "wram", "sram") and any(
                         isinstance(n, N.Decl) and n.name == it.name for n in walk(new_fn.body)):
                     continue  # privatized into the task loop
+                if it.scope in ("nram", "wram", "sram") and not _names_text(
+                        (new_fn,) + tuple(helpers.values()) + tuple(N.Raw(m.body) for m in prog.macros), it.name):
+                    continue  # un-staged (passes/decache.py): nothing names it any more
                 items.append(it.with_(scope="local"))
                 continue
             if isinstance(it, N.Comment) and not isinstance(it, N.Func):

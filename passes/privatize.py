@@ -365,6 +365,9 @@ def _const_int(e, macros: dict, depth: int = 0) -> Optional[int]:
             return a * b
         q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
         return q if e.op == "/" else a - q * b
+    if isinstance(e, N.SizeOf) and isinstance(e.arg, N.Scalar) and e.arg.dtype in U.ELEM_BYTES and \
+            e.arg.dtype != "bool":
+        return U.ELEM_BYTES[e.arg.dtype]        # sizeof(float) in `#define SEG (BYTES / sizeof(float))`
     if isinstance(e, N.Call) and e.func in ("min", "max") and len(e.args) == 2:
         a, b = (_const_int(x, macros, depth + 1) for x in e.args)
         if a is None or b is None:

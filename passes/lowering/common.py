@@ -7,6 +7,7 @@ with a :class:`Ctx`; they return plain statements (loops, assignments, barriers)
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from xpiler.ir import nodes as N
@@ -179,11 +180,41 @@ class Names:
 
 
 # ------------------------------------------------------------------------------ types
+_STRUCT = re.compile(r"^\s*(?:typedef\s+)?struct\s*(\w*)\s*\{([^{}]*)\}\s*(\w*)\s*;\s*$", re.S)
+
+
+def struct_fields(text: str) -> dict:
+    """``{tag: {field: Scalar}}`` of a plain struct definition kept as verbatim text (fields of
+    C scalar types only; a field of another type is left out, so its type stays unknown)."""
+    from xpiler.frontend.lower import SCALAR_NAMES
+    m = _STRUCT.match(text)
+    if not m:
+        return {}
+    fields_ = {}
+    for part in m.group(2).split(";"):
+        part = re.sub(r"//[^\n]*|/\*.*?\*/", " ", part, flags=re.S).strip()
+        mm = re.match(r"^((?:const\s+|unsigned\s+|signed\s+|long\s+)*[A-Za-z_]\w*)\s+([\w\s,]+)$", part)
+        if not mm:
+            continue
+        spelling = " ".join(mm.group(1).split())
+        dtype = SCALAR_NAMES.get(spelling.replace("const ", ""))
+        if dtype is None:
+            continue
+        for name in mm.group(2).split(","):
+            if re.fullmatch(r"\s*\w+\s*", name):
+                fields_[name.strip()] = N.Scalar(dtype, spelling.replace("const ", ""))
+    out = {m.group(1): fields_} if m.group(1) else {}
+    if m.group(3):
+        out[m.group(3)] = fields_
+    return out
+
+
 @dataclass
 class TypeEnv:
     """Declared types of parameters and variables of one function (+ file-scope data)."""
     types: dict = field(default_factory=dict)
     typedefs: dict = field(default_factory=dict)
+    structs: dict = field(default_factory=dict)     # struct tag -> {field: scalar type}
 
     @classmethod
     def of(cls, program: N.Program, func: N.Func) -> "TypeEnv":
@@ -193,6 +224,8 @@ class TypeEnv:
                 env.types[it.name] = it.type
             if isinstance(it, N.Typedef):
                 env.typedefs[it.name] = it.type
+            if isinstance(it, N.Raw):
+                env.structs.update(struct_fields(it.text))
         for p in func.params:
             env.types[p.name] = p.type
         for n in walk(func.body):
@@ -247,6 +280,15 @@ class TypeEnv:
             return lt or rt
         if isinstance(e, N.Cond):
             return self.type_of(e.then) or self.type_of(e.else_)
+        if isinstance(e, N.Member):
+            # a field of a struct the source defines (kept as verbatim text): `acc.m`, `p->m`
+            t = self.resolve(self.type_of(e.base))
+            if e.arrow:
+                t = self.resolve(t.elem) if isinstance(t, (N.Pointer, N.Array)) else None
+            if isinstance(t, N.Named):
+                tag = t.name[len("struct "):] if t.name.startswith("struct ") else t.name
+                return self.structs.get(tag, {}).get(e.field)
+            return None
         return None
 
     def elem_of(self, e):

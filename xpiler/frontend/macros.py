@@ -9,9 +9,14 @@ import re
 from pycparser import c_parser
 
 
+_C_TYPE_KEYWORDS = frozenset(("void", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
+                              "_Bool", "const", "volatile"))
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_expr_text(body: str, typedefs: tuple):
-    prelude = "".join(f"typedef int {n};\n" for n in typedefs)
+    # C's own type keywords (`sizeof(float)`) parse as they are; only other names are typedefs
+    prelude = "".join(f"typedef int {n};\n" for n in typedefs if n not in _C_TYPE_KEYWORDS)
     src = prelude + "void __xp_m(void) { __xp_v = (" + body + "); }\n"
     try:
         ast = c_parser.CParser().parse(src, "<macro>")

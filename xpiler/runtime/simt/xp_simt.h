@@ -121,7 +121,7 @@ static constexpr int warpSize = XPS_WAVE;
  * ---------------------------------------------------------------------------------------- */
 namespace xps {
 
-enum FiberState : int { F_READY = 0, F_RUNNING, F_BLOCK_BARRIER, F_WARP_BARRIER, F_DONE };
+enum FiberState : int { F_READY = 0, F_RUNNING, F_BLOCK_BARRIER, F_WARP_BARRIER, F_DONE, F_WAVE_BARRIER };
 
 struct Fiber {
   void *sp;                 /* saved stack pointer while switched out */
@@ -148,6 +148,7 @@ struct Warp {
   uint64_t live;            /* lanes that have not exited */
   uint64_t exist;           /* lanes that exist (partial last warp) */
   WarpEntry e[MAX_WARP_ENTRIES];
+  int wave_waiting;         /* lanes waiting at a wave barrier (__builtin_amdgcn_wave_barrier) */
   alignas(16) unsigned char slot[XPS_WAVE][SLOT_BYTES];
   const void *ptr[XPS_WAVE][4];
   alignas(16) float tmp[32 * 32];  /* shared result of the warp's last wmma mma_sync */
@@ -454,6 +455,60 @@ inline void fiber_main(Fiber *f) {
   fiber_exit(f);
 }
 
+/* --- wave barrier ------------------------------------------------------------------------ */
+/* A wavefront executes its active lanes in lock-step, and __builtin_amdgcn_wave_barrier() (what
+ * binding writes for CUDA's __syncwarp() on HIP) only keeps the compiler from moving code across
+ * it. Here the lanes run one after another between meeting points, so a lane reaching a wave
+ * barrier waits until no lane of its wavefront can still run: every live lane waits at a wave
+ * barrier, a warp collective or __syncthreads(), or has exited. The lanes that are not at the
+ * wave barrier are those the wavefront's execution mask has switched off (another branch),
+ * which on the hardware do not run between the active lanes' steps either. */
+inline bool wave_quiet(unsigned warp) {
+  uint64_t bits = g.warps[warp].live;
+  while (bits) {
+    int l = __builtin_ctzll(bits);
+    bits &= bits - 1;
+    int st = g.fibers[warp * XPS_WAVE + l].state;
+    if (st == F_READY || st == F_RUNNING) return false;
+  }
+  return true;
+}
+
+inline void release_wave_waiters(unsigned warp, Fiber *except) {
+  Warp &w = g.warps[warp];
+  uint64_t bits = w.live;
+  while (bits) {
+    int l = __builtin_ctzll(bits);
+    bits &= bits - 1;
+    Fiber *f = &g.fibers[warp * XPS_WAVE + l];
+    if (f == except || f->state != F_WAVE_BARRIER) continue;
+    f->state = F_READY;
+    rq_push(f);
+  }
+  w.wave_waiting = 0;
+  g.idle_polls = 0;
+}
+
+/* a lane of `warp` stopped running (it waits or exited): release the wave barrier if it was the last */
+inline void wave_settle(unsigned warp) {
+  if (g.warps[warp].wave_waiting && wave_quiet(warp)) release_wave_waiters(warp, nullptr);
+}
+
+inline void wave_barrier(const char *what, const char *file, int line) {
+  Fiber *me = g.cur;
+  if (!g.in_launch || !me) fatal("XP3010", "%s called outside a kernel launch (%s:%d)", what, file, line);
+  me->state = F_WAVE_BARRIER;
+  if (wave_quiet(me->warp)) {
+    release_wave_waiters(me->warp, me);
+    me->state = F_RUNNING;
+    maybe_preempt(me);
+    return;
+  }
+  g.warps[me->warp].wave_waiting++;
+  me->wait_what = what; me->wait_file = file; me->wait_line = line; me->wait_mask = 0;
+  switch_away(me, false);
+}
+
 /* --- block barrier ----------------------------------------------------------------------- */
 inline void release_block_barrier() {
   if (g.sched >= 3 && g.rq_count == 0) assign_ranks(); /* new random warp priorities per interval */
@@ -494,6 +549,7 @@ inline int block_barrier(const char *what, const char *file, int line, int pred 
     me->state = F_BLOCK_BARRIER;
     me->wait_what = what; me->wait_file = file; me->wait_line = line;
     g.bar_waiters[g.bar_nwaiters++] = me;
+    wave_settle(me->warp);
     switch_away(me, false);
   }
   return red_kind >= 0 ? (int)r[red_kind] : 0;
@@ -552,6 +608,7 @@ inline void warp_barrier(uint64_t mask, const char *what, const char *file, int 
   }
   me->state = F_WARP_BARRIER;
   me->wait_what = what; me->wait_file = file; me->wait_line = line; me->wait_mask = mask;
+  wave_settle(me->warp);
   switch_away(me, false);
 }
 
@@ -584,6 +641,7 @@ inline void fiber_exit(Fiber *me) {
     uint64_t need = e.mask & w.live;
     if ((e.arrived & need) == need) release_warp_entry(w, e, me->warp, nullptr);
   }
+  wave_settle(me->warp);
 #if XPS_ASAN
   /* frames of this exit path never return: clear their redzones so the next block can reuse
      the stack (instrumented frames poison their redzones on entry, unpoison on return) */
@@ -728,6 +786,7 @@ inline void run_block() {
     W.exist = lanes == 64 ? ~0ull : ((1ull << lanes) - 1);
     W.live = W.exist;
     for (auto &e : W.e) e.used = 0, e.arrived = 0;
+    W.wave_waiting = 0;
   }
   g.rq_head = g.rq_tail = g.rq_count = 0;
   memset(g.rdy, 0, sizeof g.rdy);
@@ -774,7 +833,7 @@ inline void run_block() {
     for (int i = 0; i < n; ++i) {
       const Fiber &f = g.fibers[i];
       if (f.state == F_BLOCK_BARRIER) { if (!nbar++) fb = &f; }
-      else if (f.state == F_WARP_BARRIER) { if (!nwarp++) fw = &f; }
+      else if (f.state == F_WARP_BARRIER || f.state == F_WAVE_BARRIER) { if (!nwarp++) fw = &f; }
     }
     if (fb && len < (int)sizeof buf)
       len += snprintf(buf + len, sizeof buf - len, " %d wait at %s (%s:%d), first thread (%u,%u,%u);", nbar,
@@ -892,7 +951,9 @@ inline void __threadfence() { ::xps::poll_done(false); }
 inline void __threadfence_block() { ::xps::poll_done(false); }
 inline void __threadfence_system() { ::xps::poll_done(false); }
 inline void __builtin_amdgcn_fence(int, const char *) {}
-inline void __builtin_amdgcn_wave_barrier() {}
+inline void __builtin_amdgcn_wave_barrier(XPS_SITE) {
+  ::xps::wave_barrier("__builtin_amdgcn_wave_barrier()", XPS_SITE_FWD);
+}
 inline void __nanosleep(unsigned) { ::xps::poll_done(false); }
 inline long long clock64() {
   unsigned lo, hi;
