@@ -53,6 +53,7 @@ from . import dependence as D
 from . import forward
 from . import phases
 from . import privatize
+from . import purity
 from . import replicate
 from . import runtime_arrays
 
@@ -114,6 +115,12 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     if target == "bang" and (tasks < 1 or func_type.startswith("union") and tasks % (4 * int(func_type[5:])) != 0):
         raise PassError(NAME, f"{tasks} tasks do not fill whole {func_type} clusters", func)
     check_portable(program, target)
+    spliced = splice_blocks(program, func, omp_regions=target != "c")
+    if spliced is not program:      # an inlined helper's body as top-level statements, then plan
+        plan = check(spliced, entry=entry, target=target, mode=mode, loop=loop, block=block,
+                     grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
+        plan.setdefault("program", spliced)
+        return plan
     if target == "c":
         return _plan_c(program, func, loop)
     try:
@@ -151,8 +158,9 @@ def candidates(program: N.Program, target: str) -> list:
             except PassError:
                 pass
             continue
-        for lp in _top_loops(f):
-            ref = D.loop_ref(f, lp)
+        g = splice_blocks(program, f, omp_regions=target != "c").func(f.name)   # as check() plans it
+        for lp in _top_loops(g):
+            ref = D.loop_ref(g, lp)
             base = {"target": target, "loop": ref}
             try:
                 check(program, entry=f.name, **base)
@@ -185,7 +193,7 @@ def check_portable(program: N.Program, target: str) -> None:
                                   f"first", n)
 
 
-def check_uniform_prelude(func: N.Func, loop: N.For) -> tuple:
+def check_uniform_prelude(func: N.Func, loop: N.For, macros=frozenset()) -> tuple:
     """Statements of ``func`` outside ``loop`` run in every thread/task: they must be uniform
     (declarations with side-effect-free initialisers, uninitialised local arrays, early
     returns).  Returns the local arrays declared there."""
@@ -197,14 +205,16 @@ def check_uniform_prelude(func: N.Func, loop: N.For) -> tuple:
             if isinstance(s.type, N.Array) and s.init is None:
                 arrays.append(s.name)
                 continue
-            if isinstance(s.type, (N.Scalar, N.Pointer, N.Named)) and _pure(s.init):
+            if isinstance(s.type, (N.Scalar, N.Pointer, N.Named)) and _pure(s.init, macros):
                 continue
-        if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.Cast) and _pure(s.expr):
+        if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.Cast) and _pure(s.expr, macros):
             continue                          # (void)x;
         if isinstance(s, N.Return) and s.value is None:
             continue
-        if isinstance(s, N.If) and s.else_ is None and _pure(s.cond) and _only_returns(s.then):
+        if isinstance(s, N.If) and s.else_ is None and _pure(s.cond, macros) and _only_returns(s.then):
             continue                          # if (n <= 0) return;
+        if isinstance(s, N.For) and arrays and _replicable(s, frozenset(arrays), macros):
+            continue                          # fills local arrays: each thread/task its own copy
         what = type(s).__name__.lower()
         if isinstance(s, (N.For, N.CFor, N.While)):
             what = "another loop"
@@ -276,6 +286,60 @@ def _at(node, func):
     return node if getattr(node, "loc", None) is not None else func
 
 
+def splice_blocks(program: N.Program, func: N.Func, omp_regions: bool = False) -> N.Program:
+    """``program`` with each plain ``{ ... }`` block at the top level of ``func`` replaced by its
+    statements (repeatedly), when that changes no name's meaning: no name the block declares
+    directly is a parameter of ``func`` or appears anywhere in ``func`` outside the block.  An
+    inlined helper call (``passes/inline_helpers.py``) leaves such a block; its loops become
+    top-level loops that binding can bind.  A block right after a pragma is left alone (the
+    pragma applies to it), except, with ``omp_regions`` (device targets), an OpenMP parallel
+    region ``#pragma omp parallel { ... }``: the pragma goes with the braces (binding reads the
+    sequential program; the region's ``omp for`` loops are bound like any other loop and their
+    pragmas dropped).  Returns ``program`` itself when nothing changes."""
+    params = {p.name for p in func.params}
+
+    def omp_region(p):
+        w = p.text.split()
+        return omp_regions and w[:2] == ["omp", "parallel"] and not (len(w) > 2 and w[2] in ("for", "sections",
+                                                                                              "loop", "workshare"))
+
+    def names(n):
+        out = set()
+        for x in walk(n):
+            if isinstance(x, (N.Var, N.Decl)):
+                out.add(x.name)
+            elif isinstance(x, N.For):
+                out.add(x.var)
+        return out
+    stmts, changed = tuple(func.body.stmts), False
+    while True:
+        out, spliced = [], False
+        for k, s in enumerate(stmts):
+            j = k - 1
+            while j >= 0 and isinstance(stmts[j], N.Comment):
+                j -= 1
+            prev = stmts[j] if j >= 0 else None      # a pragma applies to the next statement
+            if type(s) is N.Block and not spliced and (not isinstance(prev, N.Pragma) or omp_region(prev)):
+                own = {d.name for d in s.stmts if isinstance(d, N.Decl)}
+                rest = set()
+                for j, o in enumerate(stmts):
+                    if j != k:
+                        rest |= names(o)
+                if not (own & (params | rest)):
+                    if isinstance(prev, N.Pragma):   # '#pragma omp parallel' goes with its region
+                        out = [o for o in out if o is not prev]
+                    out.extend(s.stmts)
+                    spliced = True
+                    continue
+            out.append(s)
+        if not spliced:
+            break
+        stmts, changed = tuple(out), True
+    if not changed:
+        return program
+    return _replace_func(program, func, func.with_(body=func.body.with_(stmts=stmts)))
+
+
 def _top_loops(func: N.Func) -> list:
     return [s for s in func.body.stmts if isinstance(s, N.For)]
 
@@ -291,6 +355,19 @@ def _pick_loop(func: N.Func, loop) -> N.For:
     tops = _top_loops(func)
     if not tops:
         raise PassError(NAME, f"{func.name} has no canonical loop to bind", func, "XP4002")
+    return tops[0]
+
+
+def _first_work_loop(func: N.Func, macros=frozenset()) -> N.For:
+    """The first top-level loop that is not a fill of local arrays declared before it (such a fill
+    runs in every thread/task, see check_uniform_prelude); the first loop when all are fills."""
+    tops = _pick_loop(func, None) and _top_loops(func)
+    arrays = set()
+    for s in func.body.stmts:
+        if isinstance(s, N.Decl) and isinstance(s.type, N.Array) and s.init is None:
+            arrays.add(s.name)
+        if isinstance(s, N.For) and not (arrays and _replicable(s, frozenset(arrays), macros)):
+            return s
     return tops[0]
 
 
@@ -316,19 +393,24 @@ def _plan_c(program, func, loop):
 
 
 def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics):
-    lp = _pick_loop(func, loop)
+    lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
     if not any(s is lp for s in func.body.stmts):
         raise PassError(NAME, f"loop '{lp.var}' is not at the top level of {func.name}: binding it would need a "
                               f"grid-wide barrier per iteration of the loops around it", _at(lp, func))
     try:
-        arrays = check_uniform_prelude(func, lp)
+        arrays = check_uniform_prelude(func, lp, purity.pure_macros(program))
     except PassError as first:
         if loop is not None or dims == 2:
             raise
         plan = _plan_multi(program, func, target, first)
         plan.update(block=block, grid_cap=grid_cap, tasks=tasks, func_type=func_type, atomic=())
         return plan
-    private, why_not = D.privatizable(program, func, lp) if arrays else ((), {})
+    # fill loops of the prelude (a std::vector's zeroing, a detensorized constant): every thread
+    # runs them on its own copy; an array they fill stays declared at the top (not moved into lp)
+    fills = [s for s in func.body.stmts if isinstance(s, N.For) and s is not lp]
+    private, why_not = D.privatizable(program, func, lp, besides=fills) if arrays else ((), {})
+    filled = {a for a in private if any(isinstance(x, N.Var) and x.name == a for f in fills for x in walk(f))}
+    moved = tuple(a for a in private if a not in filled)
     atomic_stmts = ()
     dep = D.check_parallel(program, func, lp, tuple(private) + source_trusted(func, lp))
     if dep is not None:
@@ -346,7 +428,7 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
                 bound = [(lp, "global.y"), (inner, "global.x")]
     if dims == 2 and len(bound) == 1:
         raise PassError(NAME, f"loop '{lp.var}' has no directly nested parallel loop for a 2-D binding", lp)
-    return {"mode": "bind", "target": target, "func": func, "loops": bound, "private": private,
+    return {"mode": "bind", "target": target, "func": func, "loops": bound, "private": moved,
             "block": block, "grid_cap": grid_cap, "tasks": tasks, "func_type": func_type, "atomic": atomic_stmts}
 
 
@@ -369,7 +451,7 @@ def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> di
             "func_type": func_type, "atomic": ()}
 
 
-def _replicable(s, arrays=frozenset()) -> bool:
+def _replicable(s, arrays=frozenset(), macros=frozenset()) -> bool:
     """A statement every thread/task may run redundantly: it writes no memory (only local
     scalars and elements of the entry's local ``arrays``, see ``passes/replicate.py``), calls
     nothing with side effects and declares only scalars, pointers and uninitialised local
@@ -379,21 +461,22 @@ def _replicable(s, arrays=frozenset()) -> bool:
     if isinstance(s, N.Decl):
         if isinstance(s.type, N.Array):
             return s.init is None
-        return isinstance(s.type, (N.Scalar, N.Pointer, N.Named)) and _pure(s.init)
+        return isinstance(s.type, (N.Scalar, N.Pointer, N.Named)) and _pure(s.init, macros)
     if isinstance(s, N.ExprStmt) and isinstance(s.expr, N.Cast):
-        return _pure(s.expr)
+        return _pure(s.expr, macros)
     if isinstance(s, N.Return):
         return s.value is None
     if isinstance(s, N.Assign):
         if isinstance(s.target, N.Index) and replicate._base(s.target) in arrays:
-            return _pure(s.target) and _pure(s.value)
-        return isinstance(s.target, N.Var) and _pure(s.value)
+            return _pure(s.target, macros) and _pure(s.value, macros)
+        return isinstance(s.target, N.Var) and _pure(s.value, macros)
     if isinstance(s, N.Block):
-        return all(_replicable(x, arrays) for x in s.stmts)
+        return all(_replicable(x, arrays, macros) for x in s.stmts)
     if isinstance(s, N.If):
-        return _pure(s.cond) and _replicable(s.then, arrays) and (s.else_ is None or _replicable(s.else_, arrays))
+        return _pure(s.cond, macros) and _replicable(s.then, arrays, macros) and \
+            (s.else_ is None or _replicable(s.else_, arrays, macros))
     if isinstance(s, N.For) and arrays:       # fills local arrays (each thread its own copy)
-        return all(_pure(x) for x in (s.lo, s.hi, s.step)) and _replicable(s.body, arrays)
+        return all(_pure(x, macros) for x in (s.lo, s.hi, s.step)) and _replicable(s.body, arrays, macros)
     return False
 
 
@@ -404,14 +487,15 @@ def _plan_multi(program, func, target, first: PassError) -> dict:
     touched by a later unit in another thread (``dependence.sibling_conflict``)."""
     units = []
     local_arrays = frozenset(s.name for s in func.body.stmts if isinstance(s, N.Decl) and isinstance(s.type, N.Array))
+    macros = purity.pure_macros(program)
     for s in func.body.stmts:
         if isinstance(s, (N.Comment, N.Pragma)):
             continue
-        if isinstance(s, N.For) and local_arrays and _replicable(s, local_arrays):
+        if isinstance(s, N.For) and local_arrays and _replicable(s, local_arrays, macros):
             units.append((s, "all"))           # e.g. a detensorized vector constant
         elif isinstance(s, N.For):
             units.append((s, "loop"))
-        elif _replicable(s, local_arrays):
+        elif _replicable(s, local_arrays, macros):
             units.append((s, "all"))
         elif isinstance(s, N.Decl):
             raise first                        # a declaration with side effects (malloc, ...)
@@ -632,7 +716,7 @@ def trip_count_expr(program, func, loop):
         for m in macros.values():
             if m.params is None and m.expr is not None:
                 mapping[m.name] = m.expr
-        ne = substitute(e, mapping)
+        ne = rewrite(substitute(e, mapping), lambda n: _expand_macro_call(n, macros))
         if ne == e:
             break
         e = ne
@@ -641,7 +725,11 @@ def trip_count_expr(program, func, loop):
 
     def strip(n):
         nonlocal ok
+        if isinstance(n, N.Type):
+            return n                      # the type of a cast (visited before the cast itself)
         if isinstance(n, N.Cast):
+            if not (isinstance(n.type, N.Scalar) and n.type.dtype in D.INT_DTYPES):
+                ok = False
             return n.expr
         if isinstance(n, N.Var) and n.name not in params:
             ok = False
@@ -658,6 +746,16 @@ def trip_count_expr(program, func, loop):
     from xpiler.printers import printer_for
     pr = printer_for("c")
     return _const_text(pr.expr(e))
+
+
+def _expand_macro_call(n, macros):
+    """A use of a function-like macro whose body is an expression -> the body with the arguments
+    (parenthesised by the printer as the tree needs)."""
+    if isinstance(n, N.Call) and isinstance(n.func, str):
+        m = macros.get(n.func)
+        if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(n.args):
+            return substitute(m.expr, dict(zip(m.params, n.args)))
+    return n
 
 
 def _const_text(s: str) -> str:
@@ -819,11 +917,13 @@ def _only_returns(s) -> bool:
     return False
 
 
-def _pure(e) -> bool:
+def _pure(e, macros=frozenset()) -> bool:
+    """No assignment, increment or call with effects in ``e``; ``macros``: the program's pure
+    function-like macros (``passes/purity.py``), whose uses count as pure calls."""
     if e is None:
         return True
     for n in walk(e):
-        if isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in D.PURE_CALLS):
+        if isinstance(n, N.Call) and not (isinstance(n.func, str) and (n.func in D.PURE_CALLS or n.func in macros)):
             return False
         if isinstance(n, N.AssignExpr) or isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
             return False

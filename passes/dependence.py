@@ -616,6 +616,10 @@ def to_z3(e, side, env: Z3Env, depth=0):
             a, b = (to_z3(x, side, env, depth + 1) for x in e.args)
             return z3.If(a <= b, a, b) if e.func == "min" else z3.If(a >= b, a, b)
         return env.unknown(side)
+    if isinstance(e, N.Intrinsic) and e.name in ("min", "max") and len(e.args) == 2:
+        # std::min / std::max of integers (the front end's intrinsic for non-float operands)
+        a, b = (to_z3(x, side, env, depth + 1) for x in e.args)
+        return z3.If(a <= b, a, b) if e.name == "min" else z3.If(a >= b, a, b)
     if isinstance(e, N.BinOp) and (e.op in CMP or e.op in ("&&", "||")) or isinstance(e, N.UnOp) and e.op == "!":
         return z3.If(to_z3_bool(e, side, env, depth + 1), z3.IntVal(1), z3.IntVal(0))
     if isinstance(e, N.BinOp):
@@ -1240,9 +1244,12 @@ def _iter_pos(loop, v, side, env):
 
 
 # ----------------------------------------------------------------------------- privatization
-def privatizable(program, func: N.Func, loop: N.For) -> tuple:
+def privatizable(program, func: N.Func, loop: N.For, besides=()) -> tuple:
     """Function-level local arrays used only inside ``loop`` whose every read in an iteration is
-    covered by an unconditional earlier write of the same iteration: (names, reasons-not)."""
+    covered by an unconditional earlier write of the same iteration: (names, reasons-not).
+    ``besides``: top-level statements whose uses do not count as uses outside the loop (the
+    caller's fill loops that every thread runs on its own copy: the loop never reads what they
+    wrote, since its every read is covered)."""
     top = {d.name: d for d in func.body.stmts if isinstance(d, N.Decl) and isinstance(d.type, N.Array)
            and d.init is None}
     if not top:
@@ -1250,8 +1257,9 @@ def privatizable(program, func: N.Func, loop: N.For) -> tuple:
     view = analysis_view(func)
     vloop = _same_position(func, view, loop)
     outside = set()
+    skip = {id(_same_position(func, view, b)) for b in besides}
     for s in view.body.stmts:
-        if s is vloop or isinstance(s, N.Decl) and s.name in top:
+        if s is vloop or id(s) in skip or isinstance(s, N.Decl) and s.name in top:
             continue
         outside |= {n.name for n in walk(s) if isinstance(n, N.Var)}
     inside = {n.name for n in walk(vloop.body) if isinstance(n, N.Var)}

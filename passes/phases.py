@@ -47,6 +47,7 @@ from xpiler.ir.visit import substitute, walk
 
 from .base import PassError
 from . import dependence as D
+from . import purity
 
 NAME = "binding"
 MAX_FUNCS = {"fmaxf", "fmax", "max", "std::max", "fmaxl"}
@@ -175,9 +176,9 @@ def reductions(loop: N.For, names) -> dict:
 
 
 # ============================================================================ planning
-def _pure(e) -> bool:
+def _pure(e, macros=frozenset()) -> bool:
     for n in walk(e):
-        if isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in D.PURE_CALLS):
+        if isinstance(n, N.Call) and not (isinstance(n.func, str) and (n.func in D.PURE_CALLS or n.func in macros)):
             return False
         if isinstance(n, N.AssignExpr) or isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
             if not (isinstance(n, N.UnOp) and _var(n.operand)) and \
@@ -190,14 +191,15 @@ def _pure(e) -> bool:
     return True
 
 
-def writes_memory(s) -> bool:
-    """``s`` stores to memory or calls something that may."""
+def writes_memory(s, macros=frozenset()) -> bool:
+    """``s`` stores to memory or calls something that may (``macros``: pure function-like
+    macros, ``passes/purity.py``)."""
     for n in walk(s):
         if isinstance(n, (N.Assign, N.AssignExpr)) and not _var(n.target):
             return True
         if isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") and not _var(n.operand):
             return True
-        if isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in D.PURE_CALLS):
+        if isinstance(n, N.Call) and not (isinstance(n.func, str) and (n.func in D.PURE_CALLS or n.func in macros)):
             return True
         if isinstance(n, N.Intrinsic):
             d = REGISTRY.get(n.name)
@@ -229,6 +231,7 @@ def _has_exit(s) -> bool:
 def plan(program, func: N.Func, target: str, block: int) -> dict:
     """The phases plan of ``func`` (see the module doc); raises NotPhases."""
     top = {s.name for s in func.body.stmts if isinstance(s, N.Decl)}
+    macros = purity.pure_macros(program)
     units = []
     for s in func.body.stmts:
         if isinstance(s, (N.Comment, N.Pragma)):
@@ -237,7 +240,7 @@ def plan(program, func: N.Func, target: str, block: int) -> dict:
         if isinstance(s, N.Decl):
             if isinstance(s.type, N.Array) or not isinstance(s.type, (N.Scalar, N.Pointer, N.Named)):
                 raise NotPhases(f"local array '{s.name}' at the top level", s)
-            if s.init is not None and not _pure(s.init):
+            if s.init is not None and not _pure(s.init, macros):
                 raise NotPhases(f"declaration of '{s.name}' has side effects", s)
             units.append((s, "all", None))
             continue
@@ -253,7 +256,7 @@ def plan(program, func: N.Func, target: str, block: int) -> dict:
             if reds is not None:
                 units.append((s, "par", reds))
                 continue
-        if not writes_memory(s) and _pure_control(s):
+        if not writes_memory(s, macros) and _pure_control(s, macros):
             units.append((s, "all", None))
             continue
         if _uniform_exit(s):
@@ -291,13 +294,13 @@ def _uniform_exit(s) -> bool:
         _pure_control(rest)
 
 
-def _pure_control(s) -> bool:
+def _pure_control(s, macros=frozenset()) -> bool:
     """Conditions and loop bounds of ``s`` have no side effects (the statement may then run in
     every thread)."""
     for n in walk(s):
-        if isinstance(n, N.If) and not _pure(n.cond):
+        if isinstance(n, N.If) and not _pure(n.cond, macros):
             return False
-        if isinstance(n, N.While) and not _pure(n.cond):
+        if isinstance(n, N.While) and not _pure(n.cond, macros):
             return False
     return True
 

@@ -155,6 +155,26 @@ def _instance_params(spec: Spec, func_params: list[str]) -> list[dict]:
     return out
 
 
+#: passes that carry a program to another dialect: their refusal is why a migration stopped short
+_DIALECT_MOVERS = ("binding", "loop_recovery", "detensorize")
+
+
+def _unresolved(to: str, entry: str, refusals: list, dialect: str) -> XPError:
+    """XP4004 with the refusal that left the program in ``dialect`` (refusals taken on a program
+    of that dialect): the last real refusal of a pass that moves programs between dialects, else
+    the last real refusal of any pass, else the "nothing to do" (XP4002) of the pass that should
+    have moved it on (binding for c: "no canonical loop to bind"); none: the plain text."""
+    seen = [(p, e) for p, e, d in refusals if d == dialect]
+    mover = "binding" if dialect == "c" else "loop_recovery"
+    pick = [r for r in seen if r[0] in _DIALECT_MOVERS and r[1].code != "XP4002"] or \
+        [r for r in seen if r[1].code != "XP4002"] or [r for r in seen if r[0] == mover]
+    if not pick:
+        return XPError("XP4004", target=to, entry=entry)
+    pname, e = pick[-1]
+    return XPError("XP4004", f"no verified {to} kernel was found for {entry}: {pname} refused ({e.why})",
+                   target=to, entry=entry)
+
+
 def _runtime_array_notes(before: Stage, to: str, spec: Spec, func_params: list[str]) -> list:
     """XP4050 for each run-time sized local array binding gave a fixed size (the rewrite is
     pure, so asking it again about the program binding started from gives its decisions)."""
@@ -643,6 +663,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         return None
 
     bind_input = None   # the program the adopted binding step started from (the tuner's search root)
+    refusals: list = []  # (pass, PassError, dialect of the program it refused): the XP4004 reason
     all_plans = [plan] if pipeline else default_plans(sspec.dialect, to)
     source_stage = stage
     k_base = 0
@@ -684,6 +705,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 continue
             except PassError as e:
                 sym, sym_error = None, e
+                refusals.append((pname, e, stage.dialect))
                 log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
                           why=e.why)
             if policy is not None and k >= done_steps:
@@ -801,7 +823,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             result.latency = rows[0].kernel_ms if rows else None
             log.event("perf", rows=[r.to_json() for r in rows], note=note)
     else:
-        diags.append(XPError("XP4004", target=to, entry=sspec.entry))
+        diags.append(_unresolved(to, sspec.entry, refusals, stage.dialect))
         cand, cverdict = best_failing if best_failing else (stage, verdict)
         unv = od.write_text(f"{stem}.unverified{DIALECT_EXT[cand.dialect]}", cand.text)
         uspec = kspec.with_dialect(cand.dialect, cand.entry, _launch_to_spec(cand.launch, kspec, params))
