@@ -110,6 +110,9 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=400.0)
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     ap.add_argument("--only", default="")
+    ap.add_argument("--sources", default="", help="only these example files (comma-separated, e.g. relu/relu.c)")
+    ap.add_argument("--migrate-s", type=float, default=1e9,
+                    help="start no migration after this many seconds (the timing phase still runs)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_gpu"))
     a = ap.parse_args()
     only = {x for x in a.only.split(",") if x} or None
@@ -118,16 +121,28 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="xptune"))
     os.environ["XPILER_TIMING_LOCK"] = str(work / "timing.lock")
     srcs = sources(only)
+    if a.sources:
+        want = {x.strip() for x in a.sources.split(",") if x.strip()}
+        srcs = [s for s in srcs if f"{s.parent.name}/{s.name}" in want]
     jobs = [(s, work / ("tuned" if t else "untuned") / f"{s.name}__to__cuda", t) for s in srcs for t in (True, False)]
+    print(f"{len(srcs)} sources, {len(jobs)} migrations, {a.workers} at a time", flush=True)
     t0 = time.time()
+
+    def one(j):
+        if time.time() - t0 > a.migrate_s:     # past the migration phase's share: not started
+            return {"src": str(j[0].relative_to(ROOT)), "tuned": j[2], "rc": None, "s": 0, "err": "not started"}
+        r = run_migrate(j[0], j[1], j[2], a)
+        print(f"  {r['src']} {'tuned' if r['tuned'] else 'untuned'}: rc={r['rc']} {r['s']:.0f} s", flush=True)
+        return r
     with ThreadPoolExecutor(a.workers) as ex:
-        runs = list(ex.map(lambda j: run_migrate(j[0], j[1], j[2], a), jobs))
+        runs = list(ex.map(one, jobs))
     print(f"migrations: {len(runs)} in {time.time() - t0:.0f} s", flush=True)
     rows, details, all_hw, all_model, torch_ms = [], [], [], [], {}
     for s in srcs:
         u = work / "untuned" / f"{s.name}__to__cuda"
         t = work / "tuned" / f"{s.name}__to__cuda"
-        ucu, tcu = next(u.glob("*.cu"), None), next(t.glob("*.cu"), None)
+        ucu = next(u.glob("*.cu"), None) if u.is_dir() else None
+        tcu = next(t.glob("*.cu"), None) if t.is_dir() else None
         if ucu is None or tcu is None or ".unverified" in ucu.name or ".unverified" in tcu.name:
             rows.append((s.name, "not verified", "", "", "", "", ""))
             continue

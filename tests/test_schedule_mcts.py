@@ -104,3 +104,16 @@ void kp(const float *x, float *y, int n) {
     assert a.global_bytes == 8 * (1 << 20)
     assert b.ms > a.ms > c.ms
     assert estimate(p, "k", "c", {"n": 1 << 22}).ms > a.ms
+
+
+def test_cost_model_spreads_a_bound_loop_over_the_launch_once():
+    # binding's IR marks the loop bound ('global.x'); the launch's threads already count the copies
+    from xpiler.frontend import parse_text
+    from xpiler.passes import binding
+    from xpiler.schedule.cost import estimate, launch_env
+    p = parse_text("void k(const float *x, float *y, int n) {\n    for (int i = 0; i < n; ++i) y[i] = x[i] + 1.0f;\n}\n",
+                   "c", "<t>")
+    bound, launch = binding.apply(p, entry="k", target="cuda", block=256)
+    n = 1 << 20
+    est = estimate(bound, "k", "cuda", {"n": n}, threads=(n // 256) * 256, env=launch_env((n // 256, 1, 1), (256, 1, 1)))
+    assert est.global_bytes == 8 * n and est.ops >= n

@@ -109,7 +109,9 @@ def _trip(lp: N.For, env: dict) -> float:
     lo, hi, st = _ival(lp.lo, env), _ival(lp.hi, env), _ival(lp.step, env)
     if lo is None or hi is None or not st:
         return UNKNOWN_TRIP
-    return max(0.0, -(-(hi - lo) // st))
+    # fractional: a grid-stride loop whose stride exceeds the range runs in a fraction of the
+    # threads, which the walk counts all as running it
+    return max(0.0, (hi - lo) / st)
 
 
 class _Model:
@@ -120,6 +122,7 @@ class _Model:
         self.elem = dict(dtypes)  # buffer -> element bytes
         self.g = self.o = self.ops = 0.0
         self.par = 1.0
+        self.threads = 1
 
     def _bytes(self, t) -> int:
         from xpiler.dtypes import itemsize
@@ -136,12 +139,24 @@ class _Model:
                 self.stmt(x, count, inner)
         elif isinstance(s, N.For):
             n = _trip(s, self.env)
-            parallel = s.binding is not None or any("parallel" in p for p in s.pragmas)
-            if parallel:
+            if s.binding is not None and self.threads > 1:
+                # a bound loop of a launched kernel: its iterations are spread over the launch,
+                # whose threads/tasks the walk already counts; each runs its share
+                n = max(1.0, -(-n // self._extent(s.binding)))
+            elif s.binding is not None or any("parallel" in p for p in s.pragmas):
                 self.par *= max(1.0, n)
             self.expr(s.lo, count, inner)
             self.expr(s.hi, count * (n + 1), inner)
+            # inner bounds over this loop's variable are evaluated at its first iteration
+            lo, saved = _ival(s.lo, self.env), self.env.get(s.var)
+            if lo is not None:
+                self.env[s.var] = lo
             self.stmt(s.body, count * n, inner + [s.var])
+            if lo is not None:
+                if saved is None:
+                    self.env.pop(s.var, None)
+                else:
+                    self.env[s.var] = saved
         elif isinstance(s, (N.CFor, N.While)):
             self.stmt(s.body, count * UNKNOWN_TRIP, inner + ["?"])
         elif isinstance(s, N.If):
@@ -194,6 +209,19 @@ class _Model:
             self.g += 4 * count
         else:
             self.expr(e, count, inner)
+
+    def _extent(self, binding: str) -> float:
+        """How many threads/tasks a loop bound to ``binding`` is spread over."""
+        axis = binding.rsplit(".", 1)[-1] if "." in binding else "x"
+        if binding.startswith("threadIdx"):
+            return float(self.env.get(f"blockDim.{axis}", 1))
+        if binding.startswith("blockIdx"):
+            return float(self.env.get(f"gridDim.{axis}", 1))
+        if binding.startswith("global"):
+            return float(self.env.get(f"gridDim.{axis}", 1) * self.env.get(f"blockDim.{axis}", 1))
+        if binding.startswith("task"):
+            return float(self.env.get("taskDim", 1))
+        return float(self.threads)
 
     def _call(self, name: str, args, count: float):
         """A call: one operation, except the BANG copies (their byte count, at global level when
@@ -276,6 +304,7 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
     for p in fn.params:
         m.elem[p.name] = m._bytes(p.type)
     # the trip count of each loop variable, for the "same element across the innermost loop" rule
+    m.threads = max(1, threads)
     m._last_trip = {lp.var: _trip(lp, m.env) for lp in walk(fn.body) if isinstance(lp, N.For)}
     m.stmt(fn.body, float(max(1, threads)), [])
     m.par *= max(1, threads)
