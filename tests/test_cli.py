@@ -35,9 +35,11 @@ def test_replay_rejects_non_log(tmp_path):
     assert p.returncode == 2 and "XP4007" in p.stderr
 
 
-def test_migrate_cluster_says_not_built(tmp_path):
-    p = run_cli("migrate", "examples/relu/relu.c", "--to", "cuda", "--cluster", "tcp://127.0.0.1:1", "-o", tmp_path / "o")
-    assert p.returncode == 1 and "XP1203" in p.stderr
+def test_migrate_tune_with_an_unreachable_cluster_is_bad_input_before_anything_is_written(tmp_path):
+    p = run_cli("migrate", "examples/relu/relu.c", "--to", "cuda", "--tune", "--cluster", "tcp://127.0.0.1:1",
+                "-o", tmp_path / "o")
+    assert p.returncode == 2 and "XP1205" in p.stderr and "127.0.0.1:1" in p.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_doctor_lists_every_dialect():

@@ -24,7 +24,7 @@ def events(log):
 def fake_timer(monkeypatch, latency_of):
     """Hardware timings replaced by ``latency_of(kernel text, call number)`` (the search logic is
     what is tested here, not this machine's timer)."""
-    import xpiler.schedule.evaluator as E
+    import xpiler.schedule.timing as E
     import xpiler.schedule.tune as T
     calls = []
 
@@ -65,7 +65,7 @@ def test_untuned_kernel_is_kept_when_the_best_candidate_is_not_faster_when_timed
         first.append(text.count("for ("))
         return 5.0 if text.count("for (") > first[0] else 10.0
     fake_timer(monkeypatch, lat)
-    import xpiler.schedule.evaluator as E
+    import xpiler.schedule.timing as E
     orig = E.measure_kernel
 
     def measure(path, spec, *, repeats=7, timeout_s=60.0, sizes=None):
@@ -144,3 +144,28 @@ __global__ void k(const float *x, float *y, int n) {
     many = estimate(p, "k", "cuda", {"n": n}, threads=4096 * 256, env=launch_env((4096, 1, 1), (256, 1, 1)))
     assert few.global_bytes == many.global_bytes == 8 * n      # every element read and written once
     assert few.ms > many.ms                                     # fewer threads: less of the GPU busy
+
+
+def test_a_dask_cluster_gives_the_same_search_as_the_local_pool(tmp_path, monkeypatch):
+    # the cost model's latencies are deterministic, so the two searches must match candidate for
+    # candidate: same batches (2 at a time), same order, same chosen kernel
+    distributed = pytest.importorskip("distributed")
+    import xpiler.schedule.tune as T
+    from xpiler.schedule.timing import MODEL
+    monkeypatch.setattr(T, "source_for", lambda dialect, text: MODEL)
+    src = ROOT / "examples" / "softmax" / "softmax.c"
+
+    def searched(log):
+        ev = events(log)
+        return ([(e["program_hash"], e["latency_ms"]) for e in ev if e["type"] == "tune" and e["kind"] == "evaluate"],
+                next(e for e in ev if e["type"] == "tune" and e["kind"] == "result")["chosen"],
+                next(e for e in ev if e["type"] == "tune" and e["kind"] == "start")["pool"])
+    local = migrate(src, "cuda", outdir=tmp_path / "local", tune=True, max_evals=4, perf=False, jobs=2, seed=3)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client:
+        remote = migrate(src, "cuda", outdir=tmp_path / "dask", tune=True, max_evals=4, perf=False, jobs=2, seed=3,
+                         cluster=client)
+    a, b = searched(local.log_path), searched(remote.log_path)
+    assert a[0] == b[0] and len(a[0]) == 4 and a[1] == b[1]
+    assert a[2].startswith("local pool of 2") and b[2].startswith("Dask cluster (2 worker threads)")
+    assert local.code == remote.code and replay(remote.log_path).ok

@@ -71,7 +71,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
             llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None,
             perf: bool = True, timeout: float = 120.0, force: bool = False, max_evals: int | None = None,
-            tune_sizes: dict | None = None):
+            tune_sizes: dict | None = None, cluster=None):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
     Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
@@ -95,12 +95,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
     the target passes' steps, xpiler/schedule/; ``max_evals`` candidates at most, within
     ``budget``; ``seed`` makes the search repeatable; latencies are taken on the spec's largest
     instance, or on it with ``tune_sizes`` (e.g. ``{"rows": 4096, "cols": 1024}``) put over its
-    sizes); docs/schedule.md.
+    sizes); candidates are tested ``jobs`` at a time, or on a Dask cluster: ``cluster`` is a
+    ``distributed.Client`` or a scheduler address; docs/schedule.md.
     """
     from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
                     jobs=jobs, resume=resume, progress=progress, perf=perf, timeout=timeout, force=force,
-                    max_evals=max_evals, tune_sizes=tune_sizes)
+                    max_evals=max_evals, tune_sizes=tune_sizes, cluster=cluster)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

@@ -190,8 +190,8 @@ def cmd_migrate(a) -> int:
     if a.proposer != "symbolic" or a.llm:
         if a.proposer == "symbolic" and a.llm:
             print("note: --llm given with --proposer symbolic; the LLM is not asked", file=sys.stderr)
-    if a.cluster:
-        return _not_yet("migrate --cluster", "distributed candidate evaluation (Dask) is not built yet")
+    if a.cluster and not (a.tune and not a.no_tune):
+        print("note: --cluster is used by --tune only (candidate evaluation); nothing is tuned here", file=sys.stderr)
     tty = sys.stderr.isatty()
 
     def progress(msg: str):
@@ -202,7 +202,8 @@ def cmd_migrate(a) -> int:
     r = migrate(a.src, to=a.to, spec=a.spec, outdir=a.outdir, llm=a.llm, proposer=a.proposer, budget=a.budget,
                 tune=a.tune and not a.no_tune, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume,
                 progress=progress, perf=not a.no_perf, force=a.force, max_evals=a.max_evals,
-                tune_sizes=_parse_sizes(a.tune_sizes) if a.tune_sizes else None)
+                tune_sizes=_parse_sizes(a.tune_sizes) if a.tune_sizes else None,
+                cluster=a.cluster if a.tune and not a.no_tune else None)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -281,7 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip timing the verified kernel against its reference (done only on hardware substrates)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--jobs", type=int, default=2)
-    m.add_argument("--cluster", metavar="ADDRESS")
+    m.add_argument("--cluster", metavar="ADDRESS",
+                   help="with --tune: evaluate candidates on this Dask scheduler (tcp://host:8786); "
+                        "needs pip install 'xpiler[dist]'")
     m.add_argument("--resume", metavar="LOG")
     m.add_argument("--force", action="store_true",
                    help="replace files in -o that xpiler did not write, or that were edited since (never the inputs)")

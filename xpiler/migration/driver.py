@@ -367,7 +367,7 @@ def _check_tune_sizes(spec: Spec, sizes: dict) -> None:
                       want=f"sizes that make a valid instance ({e.code}: {e.message})") from None
 
 
-def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, test_stage, ctx, deadline: float,
+def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, make_job, log_test, pool, ctx, deadline: float,
                 max_evals: int | None, seed: int, log, say, steps: list, k_base: int, diags: list,
                 sizes: dict | None = None) -> Stage:
     """``--tune``: MCTS from the program binding started from (its block/grid/task parameters
@@ -381,8 +381,8 @@ def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, test_stage, ctx
         diags.append(XPError("XP4020", what="the kernel was not tuned: the time budget was spent"))
         return stage
     say("tuning the verified kernel")
-    out = tune(stage, target=to, test=test_stage, ctx=ctx, budget_s=left, max_evals=max_evals or DEFAULT_MAX_EVALS,
-               seed=seed, log=log, say=say, start=bind_input, sizes=sizes)
+    out = tune(stage, target=to, make_job=make_job, log_test=log_test, pool=pool, ctx=ctx, budget_s=left,
+               max_evals=max_evals or DEFAULT_MAX_EVALS, seed=seed, log=log, say=say, start=bind_input, sizes=sizes)
     if out.steps:
         log.event("note", what="search from", program_hash=out.steps[0].in_hash)
     for i, st in enumerate(out.steps):
@@ -477,7 +477,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
             perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
-            max_evals: int | None = None, tune_sizes: dict | None = None) -> MigrationResult:
+            max_evals: int | None = None, tune_sizes: dict | None = None, cluster=None) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError
@@ -485,6 +485,10 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     t0 = time.time()
     say = progress or (lambda msg: None)
     check_run_options(budget=budget, jobs=jobs, timeout=timeout, max_evals=max_evals)
+    dask_pool = None
+    if tune and cluster is not None:   # connected first: an unreachable cluster is bad input, said at once
+        from ..schedule.pool import DaskPool
+        dask_pool = DaskPool(cluster)
     src, sspec = _resolve(src, spec)
     if to not in DIALECT_EXT:
         raise XPError("XP1004", value=to)
@@ -785,8 +789,33 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         k_base += len(plan)
 
     if tune and verified_stage is not None and verified_stage.dialect == to:
-        verified_stage = _tune_stage(verified_stage, bind_input, to, test_stage, step_ctx, deadline, max_evals, seed,
-                                     log, say, steps, k_base, diags, tune_sizes)
+        def make_job(st: Stage, tag: str, source: str, sizes):
+            """One candidate with everything its test needs, as texts (xpiler/schedule/jobs.py)."""
+            from ..schedule.jobs import CandidateJob
+            cand_spec = kspec.with_dialect(st.dialect, st.entry, _launch_to_spec(st.launch, kspec, params))
+            src_spec, ref_name, ref_text = sspec, None, None
+            if sspec.reference and sspec.path is not None:
+                ref_file, fn = sspec.reference.rsplit(":", 1)
+                ref_name, ref_text = Path(ref_file).name, (sspec.path.parent / ref_file).read_text()
+                cand_spec.reference = f"{ref_name}:{fn}"
+                src_spec = replace(sspec, reference=f"{ref_name}:{fn}")
+            return CandidateJob(tag, st.text, st.dialect, st.entry, spec_to_toml(cand_spec), src.name, src_text,
+                                spec_to_toml(src_spec), ref_name, ref_text, tuple(seeds), run_limit,
+                                max(1, jobs // max(1, getattr(pool, "workers", 1))), deadline, source, sizes)
+
+        def log_test(st: Stage, tag: str, v: Verdict):
+            tested.setdefault(st.hash, v)
+            stage_texts.setdefault(st.hash, st.text)
+            log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate=v.substrate,
+                      instances=v.instances, seeds=list(v.seeds), verified=v.verified, max_abs_error=v.max_abs_error,
+                      max_rel_error=v.max_rel_error, max_run_s=round(v.max_run_s, 3), time_limit_s=run_limit,
+                      failures=[f.to_json() for f in v.failures[:5]], derived=v.derived)
+
+        from ..schedule.pool import LocalPool
+        # candidates are evaluated --jobs at a time (each test's runs then one at a time), or on a cluster
+        pool = dask_pool or LocalPool(jobs)
+        verified_stage = _tune_stage(verified_stage, bind_input, to, make_job, log_test, pool, step_ctx, deadline,
+                                     max_evals, seed, log, say, steps, k_base, diags, tune_sizes)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,

@@ -9,10 +9,9 @@ else by the analytical cost model. A program that fails its tests gets no latenc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
-from .timing import MODEL, measure_kernel, timing_instance
+from .timing import MODEL, timing_instance
 
 
 @dataclass
@@ -56,56 +55,52 @@ def modelled_latency(stage, spec, sizes: dict | None = None) -> tuple[float, dic
 
 
 class Evaluator:
-    """``evaluate(stage, tag)``: the :class:`Evaluation` of a stage, tested once per program hash.
+    """``evaluate_many([(stage, tag), ...])``: the :class:`Evaluation` of each stage, each program
+    tested once (memoized by program hash), the new ones as jobs on ``pool`` in one batch.
 
-    ``test(stage, tag) -> (Verdict, path)`` is the migration's test of one stage (it writes the
-    candidate to ``path`` and its spec beside it); ``source`` is the latency source of this search
-    (a ``hw:`` label, or :data:`~xpiler.schedule.timing.MODEL`)."""
+    ``make_job(stage, tag) -> CandidateJob`` packs a stage with what its test needs (the driver
+    knows the source, specs and limits); ``log_test(stage, tag, verdict)`` records the test as the
+    migration records every test; ``source`` is the search's latency source (a ``hw:`` label or
+    :data:`~xpiler.schedule.timing.MODEL`)."""
 
-    def __init__(self, test: Callable, source: str, *, repeats: int = 7, timeout_s: float = 60.0,
-                 sizes: dict | None = None):
-        self.test, self.source, self.sizes = test, source, sizes
-        self.repeats, self.timeout_s = repeats, timeout_s
+    def __init__(self, make_job: Callable, source: str, *, pool=None, log_test: Callable | None = None):
+        from .pool import LocalPool
+        self.make_job, self.source = make_job, source
+        self.pool = pool or LocalPool(1)
+        self.log_test = log_test or (lambda st, tag, v: None)
         self.memo: dict[str, Evaluation] = {}
+        self.jobs: dict[str, object] = {}     # program hash -> its CandidateJob (for the confirm timing)
         self.tests = 0
 
     def evaluate(self, stage, tag: str) -> Evaluation:
-        if stage.hash in self.memo:
-            return self.memo[stage.hash]
-        self.tests += 1
-        verdict, path = self.test(stage, tag)
-        if not verdict.verified:
-            why = verdict.failures[0].message if verdict.failures else "not verified"
-            ev = Evaluation(stage.hash, False, why=why[:300])
-        else:
-            ev = Evaluation(stage.hash, True)
-            self._time(stage, Path(path), ev)
-        self.memo[stage.hash] = ev
-        return ev
+        return self.evaluate_many([(stage, tag)])[0]
 
-    def _time(self, stage, path: Path, ev: Evaluation) -> None:
-        from xpiler.spec import load_spec
-        spec = load_spec(path.with_name(path.name + ".toml"))
-        if self.source == MODEL:
-            ev.latency_ms, ev.detail = modelled_latency(stage, spec, self.sizes)
-            ev.latency_source = MODEL
-            return
-        ms, note = measure_kernel(path, spec, repeats=self.repeats, timeout_s=self.timeout_s, sizes=self.sizes)
-        ev.latency_ms, ev.latency_source = ms, self.source
-        if ms is None:
-            ev.why = note
-        else:
-            ev.detail = {"instance": note}
-            try:   # the model's figure beside the measured one: its rank correlation is measured from these
-                ev.detail["model_ms"] = modelled_latency(stage, spec, self.sizes)[0]
-            except Exception:
-                pass
+    def evaluate_many(self, items: list) -> list:
+        from xpiler.verify.tester import Verdict
+        from .jobs import run_candidate
+        todo, seen = [], set()
+        for st, tag in items:
+            if st.hash not in self.memo and st.hash not in seen:
+                seen.add(st.hash)
+                todo.append((st, tag))
+        jobs = [self.make_job(st, tag) for st, tag in todo]
+        results = self.pool.map(run_candidate, jobs) if jobs else []
+        for (st, tag), job, r in zip(todo, jobs, results):
+            self.tests += 1
+            self.jobs[st.hash] = job
+            v = Verdict.from_json(r["verdict"])
+            self.log_test(st, tag, v)
+            if not v.verified:
+                why = v.failures[0].message if v.failures else "not verified"
+                self.memo[st.hash] = Evaluation(st.hash, False, why=why[:300])
+            else:
+                self.memo[st.hash] = Evaluation(st.hash, True, r.get("latency_ms"), r.get("latency_source", ""),
+                                                why=r.get("why", ""), detail=r.get("detail") or {})
+        return [self.memo[st.hash] for st, _ in items]
 
-    def retime(self, path: Path, repeats: int) -> float | None:
-        """A fresh hardware timing of a written candidate (None for the model or a failed run)."""
-        from xpiler.spec import load_spec
+    def confirm(self, a_hash: str, b_hash: str) -> tuple:
+        """Hardware latencies of two evaluated programs, timed one after the other in one job."""
+        from .jobs import run_confirm_pair
         if self.source == MODEL:
-            return None
-        ms, _ = measure_kernel(path, load_spec(path.with_name(path.name + ".toml")), repeats=repeats,
-                               timeout_s=self.timeout_s, sizes=self.sizes)
-        return ms
+            return None, None
+        return self.pool.map(run_confirm_pair, [(self.jobs[a_hash], self.jobs[b_hash])])[0]

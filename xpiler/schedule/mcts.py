@@ -54,10 +54,11 @@ class SearchResult:
 
 
 class MCTS:
-    def __init__(self, *, expand: Callable, apply: Callable, evaluate: Callable, key: Callable,
-                 seed: int = 0, c: float = 1.0, widen_k: float = 1.0, widen_alpha: float = 0.5,
-                 max_depth: int = 4, patience: int = 40, on_event: Callable | None = None):
-        self.expand_fn, self.apply_fn, self.eval_fn, self.key = expand, apply, evaluate, key
+    def __init__(self, *, expand: Callable, apply: Callable, key: Callable, evaluate: Callable | None = None,
+                 evaluate_many: Callable | None = None, seed: int = 0, c: float = 1.0, widen_k: float = 1.0,
+                 widen_alpha: float = 0.5, max_depth: int = 4, patience: int = 40, on_event: Callable | None = None):
+        self.expand_fn, self.apply_fn, self.key = expand, apply, key
+        self.eval_many_fn = evaluate_many or (lambda states: [evaluate(st) for st in states])
         self.rng = random.Random(seed)
         self.c, self.widen_k, self.widen_alpha = c, widen_k, widen_alpha
         self.max_depth, self.patience = max_depth, patience
@@ -102,7 +103,35 @@ class MCTS:
         return min(REWARD_CAP, root_ms / n["latency_ms"]) / REWARD_CAP
 
     # -- the search -------------------------------------------------------------------------
-    def search(self, root, root_eval, *, budget_s: float, max_evals: int) -> SearchResult:
+    def _select(self, rh: str, pending: dict, pend_children: dict):
+        """One walk from the root: ``("new", path, parent, step, state, hash)`` for a program to
+        evaluate, or ``("old", path)`` when the walk ended on a known program."""
+        path, h = [rh], rh
+        while True:
+            steps = self._steps(h)
+            kids = list(self.g.successors(h))
+            if steps and len(kids) + pend_children.get(h, 0) < self._allowed(h):
+                step = steps.pop()
+                state = self.apply_fn(self.states[h], step)
+                if state is None:
+                    continue                      # refused by the pass: try the next step
+                ch = self.key(state)
+                if ch == h or ch in pending:
+                    continue                      # changed nothing / already being evaluated
+                if ch in self.g:                  # a transposition: link it, do not evaluate again
+                    if not self.g.has_edge(h, ch) and not nx.has_path(self.g, ch, h):
+                        self.g.add_edge(h, ch, step=step.describe())
+                    return ("old", path + [ch])
+                return ("new", path + [ch], h, step, state, ch)
+            if not kids:
+                return ("old", path)              # a leaf with nothing left to try
+            h = max(sorted(kids), key=lambda k: self._uct(path[-1], k))
+            path.append(h)
+
+    def search(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1) -> SearchResult:
+        """``batch``: walks per round; their new programs are evaluated together (in parallel when
+        the evaluator has a pool). Nodes on a walk count its visit at once (a virtual loss), so the
+        walks of one round spread over the tree; with ``batch=1`` this is plain sequential UCT."""
         t_end = time.monotonic() + budget_s
         rh = self._add(root, 0, root_eval)
         root_ms = root_eval.latency_ms
@@ -121,43 +150,36 @@ class MCTS:
                 stopped = f"no improvement in {self.patience} evaluations"
                 break
             iters += 1
-            path, h, new = [rh], rh, None
-            while True:
-                steps = self._steps(h)
-                kids = list(self.g.successors(h))
-                if steps and len(kids) < self._allowed(h):
-                    step = steps.pop()
-                    state = self.apply_fn(self.states[h], step)
-                    if state is None:
-                        continue                      # refused by the pass: try the next step
-                    ch = self.key(state)
-                    if ch == h:
-                        continue                      # the step changed nothing
-                    if ch not in self.g:
-                        ev = self.eval_fn(state)
-                        evals += 1
-                        since_best += 1
-                        ch = self._add(state, self.g.nodes[h]["depth"] + 1, ev)
-                        self.parent[ch] = (h, step)
-                        self.on_event(kind="evaluate", node=ch, parent=h, step=step, evaluation=ev, evals=evals)
-                        if ev.verified and ev.latency_ms is not None and (best_ms is None or ev.latency_ms < best_ms):
-                            best_h, best_ms, since_best = ch, ev.latency_ms, 0
-                            curve.append((evals, best_ms))
-                        new = ch
-                    if not self.g.has_edge(h, ch) and not nx.has_path(self.g, ch, h):
-                        self.g.add_edge(h, ch, step=step.describe())
-                    path.append(ch)
-                    h = ch
-                    break
-                if not kids:
-                    break                              # a leaf with nothing left to try
-                h = max(sorted(kids), key=lambda k: self._uct(path[-1], k))
-                path.append(h)
-            r = self._reward(path[-1], root_ms)
-            for n in path:
-                self.g.nodes[n]["visits"] += 1
-                self.g.nodes[n]["value"] += r
-            if new is None and self._exhausted(rh):
+            walks, pending, pend_children = [], {}, {}
+            for _ in range(max(1, min(batch, max_evals - evals))):
+                w = self._select(rh, pending, pend_children)
+                for n in w[1]:
+                    if n in self.g:
+                        self.g.nodes[n]["visits"] += 1     # counted now: the next walk goes elsewhere
+                if w[0] == "new":
+                    pending[w[5]] = w
+                    pend_children[w[2]] = pend_children.get(w[2], 0) + 1
+                walks.append(w)
+            new = [w for w in walks if w[0] == "new"]
+            results = self.eval_many_fn([w[4] for w in new]) if new else []
+            for w, ev in zip(new, results):
+                _, path, h, step, state, ch = w
+                evals += 1
+                since_best += 1
+                self._add(state, self.g.nodes[h]["depth"] + 1, ev)
+                self.g.nodes[ch]["visits"] += 1
+                self.parent[ch] = (h, step)
+                if not nx.has_path(self.g, ch, h):
+                    self.g.add_edge(h, ch, step=step.describe())
+                self.on_event(kind="evaluate", node=ch, parent=h, step=step, evaluation=ev, evals=evals)
+                if ev.verified and ev.latency_ms is not None and (best_ms is None or ev.latency_ms < best_ms):
+                    best_h, best_ms, since_best = ch, ev.latency_ms, 0
+                    curve.append((evals, best_ms))
+            for w in walks:
+                r = self._reward(w[1][-1], root_ms)
+                for n in w[1]:
+                    self.g.nodes[n]["value"] += r
+            if not new and self._exhausted(rh):
                 stopped = "search space exhausted"
                 break
         return SearchResult(best_h, self._path_to(best_h), best_ms, root_ms, evals, iters, stopped, curve, self.g)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .evaluator import Evaluation, Evaluator
 from .mcts import MCTS, SearchResult
@@ -38,30 +37,28 @@ class TuneOutcome:
     note: str = ""
 
 
-def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
-         seed: int = 0, log=None, say=lambda m: None, start=None,
-         sizes: dict | None = None) -> TuneOutcome:
-    """Search for a faster kernel than the verified, untuned ``stage``; ``test(stage, tag) ->
-    (Verdict, path)`` is the migration's test of one program. ``start``: the program the plan's
-    binding step started from (not yet in the target dialect); the search then starts there, so
-    that binding's parameters (loop, block size, grid cap; tasks on bang) are searched with the
-    target passes' steps. The untuned kernel's latency is the baseline either way."""
+def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
+         seed: int = 0, log=None, say=lambda m: None, start=None, sizes: dict | None = None,
+         log_test=None, pool=None) -> TuneOutcome:
+    """Search for a faster kernel than the verified, untuned ``stage``. ``make_job(stage, tag,
+    source, sizes) -> CandidateJob`` packs a program with what its test needs
+    (xpiler/schedule/jobs.py); ``log_test(stage, tag, verdict)`` records each test; ``pool`` runs
+    the jobs (xpiler/schedule/pool.py: local threads or a Dask cluster), as many per round as it
+    has workers. ``start``: the program the plan's binding step started from (not yet in the target
+    dialect); the search then starts there, so that binding's parameters (loop, block size, grid
+    cap; tasks on bang) are searched with the target passes' steps. The untuned kernel's latency is
+    the baseline either way."""
+    from .pool import LocalPool
     source = source_for(stage.dialect, stage.text)
-    paths: dict[str, Path] = {}
+    pool = pool or LocalPool(1)
     counter = [0]
-
-    def test_and_keep(st, tag):
-        v, path = test(st, tag)
-        paths[st.hash] = Path(path)
-        return v, path
-
-    ev = Evaluator(test_and_keep, source, sizes=sizes)
+    ev = Evaluator(lambda st, tag: make_job(st, tag, source, sizes), source, pool=pool, log_test=log_test)
     t0 = time.monotonic()
     root_eval = ev.evaluate(stage, "tune_root")
     emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
     root = start if start is not None and start.dialect != target else stage
     emit(kind="start", program_hash=stage.hash, search_root=root.hash, latency_source=source,
-         root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed,
+         root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed, pool=pool.label,
          **({"sizes": sizes} if sizes else {}))
     if not root_eval.verified or root_eval.latency_ms is None:
         why = root_eval.why or "the untuned kernel did not verify again"
@@ -77,10 +74,13 @@ def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_eva
         except Exception:   # a pass bug on a candidate drops that candidate, never the search
             return None
 
-    def evaluate(st):
-        counter[0] += 1
-        say(f"tuning: candidate {counter[0]}")
-        return ev.evaluate(st, f"tune{counter[0]}")
+    def evaluate_many(states):
+        tags = []
+        for _ in states:
+            counter[0] += 1
+            tags.append(f"tune{counter[0]}")
+        say(f"tuning: candidates {counter[0] - len(states) + 1}-{counter[0]}")
+        return ev.evaluate_many(list(zip(states, tags)))
 
     def on_event(kind, node, parent, step, evaluation: Evaluation, evals):
         emit(kind=kind, program_hash=node, parent=parent, step=step.to_json(), evaluations=evals,
@@ -90,17 +90,17 @@ def tune(stage, *, target: str, test, ctx: StepContext, budget_s: float, max_eva
         # before the target dialect only binding leads on; in it, the target passes
         return legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
 
-    mcts = MCTS(expand=expand, apply=apply, evaluate=evaluate, key=lambda st: st.hash, seed=seed, on_event=on_event)
+    mcts = MCTS(expand=expand, apply=apply, evaluate_many=evaluate_many, key=lambda st: st.hash, seed=seed,
+                on_event=on_event)
     left = max(0.0, budget_s - (time.monotonic() - t0))
     # the search root carries the untuned kernel's latency: every candidate is compared with it
     res = mcts.search(root, Evaluation(root.hash, True, root_eval.latency_ms, source), budget_s=left,
-                      max_evals=max_evals)
+                      max_evals=max_evals, batch=getattr(pool, "workers", 1))
     out = TuneOutcome(stage, result=res, source=source, untuned_ms=root_eval.latency_ms, tuned_ms=root_eval.latency_ms)
     chosen = res.best_hash if res.best_hash != root.hash else stage.hash
     if chosen != stage.hash and source != MODEL:
         # measured latencies are noisy: time both again, side by side, before replacing the kernel
-        a = ev.retime(paths[stage.hash], repeats=21)
-        b = ev.retime(paths[chosen], repeats=21)
+        a, b = ev.confirm(stage.hash, chosen)
         emit(kind="confirm", untuned=stage.hash, untuned_ms=a, tuned=chosen, tuned_ms=b, latency_source=source)
         if a is None or b is None or a / b < MIN_GAIN:
             out.note = (f"the best candidate was not faster by {MIN_GAIN:g}x when timed again "

@@ -84,6 +84,19 @@ class Verdict:
                 "notes": [n.to_json() for n in self.notes], "derived": self.derived,
                 "build_error": self.build_error.to_json() if self.build_error else None}
 
+    @classmethod
+    def from_json(cls, d: dict) -> "Verdict":
+        """The verdict ``to_json`` wrote (e.g. one a remote evaluator sent back); build errors come
+        back as their diagnostics, notes are dropped."""
+        fails = [RunFailure(f["code"], f["message"], f["instance"], f["seed"], f.get("arg"),
+                            list(f.get("first_diffs") or []), f.get("log", "")) for f in d.get("failures", [])]
+        be = d.get("build_error")
+        return cls(d["verified"], d["substrate"], d.get("source", ""), list(d.get("seeds", [])),
+                   list(d.get("instances", [])), d.get("max_abs_error", 0.0), d.get("max_rel_error", 0.0), fails,
+                   d.get("runs", 0), d.get("sanitized", False), d.get("oracle", ""), d.get("elapsed_s", 0.0),
+                   XPError(be["code"], message=be.get("message", "")) if be else None, list(d.get("schedules", [])),
+                   d.get("max_run_s", 0.0), d.get("skipped", 0), [], list(d.get("derived", [])))
+
     @property
     def does_not_compile(self) -> bool:
         """The kernel was refused before any run: by its compiler (XP2001-XP2003, XP2005) or as bad

@@ -1,0 +1,120 @@
+"""One candidate's evaluation as a self-contained job: what a worker process, a thread of the local
+pool or a Dask worker needs to build, test and time a program, and nothing from the migration's
+memory (texts, not paths; no open log).
+
+``run_candidate(job)`` writes the source, its spec and reference, the candidate and its spec into a
+fresh folder, runs the migration's own test (``compare_kernels`` against the source and the
+reference, then the target's real compiler for cuda/hip, as every migration step), and when the
+candidate verifies, times it (hardware, or the cost model: ``job.latency_source``). It returns plain
+data: the verdict as JSON, the latency and its source. ``run_confirm`` times two candidates one
+after the other in one call (the side-by-side timing before a tuned kernel replaces the untuned
+one).
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .timing import MODEL
+
+
+@dataclass(frozen=True)
+class CandidateJob:
+    tag: str
+    text: str                 # the candidate, printed in its dialect
+    dialect: str
+    entry: str
+    cand_spec_toml: str       # its spec (reference as "<ref_name>:<function>")
+    src_name: str
+    src_text: str
+    src_spec_toml: str
+    ref_name: str | None
+    ref_text: str | None
+    seeds: tuple
+    run_limit: float
+    jobs: int
+    deadline: float | None
+    latency_source: str       # "hw:…" or "model:analytic"
+    sizes: dict | None = None
+    repeats: int = 7
+    extra: dict = field(default_factory=dict)
+
+
+def _ext(dialect: str) -> str:
+    from xpiler.spec import DIALECT_EXT
+    return DIALECT_EXT[dialect]
+
+
+def _write(job: CandidateJob, d: Path):
+    from xpiler.spec import load_spec
+    if job.ref_name and job.ref_text is not None:
+        (d / job.ref_name).write_text(job.ref_text)
+    src = d / job.src_name
+    src.write_text(job.src_text)
+    (d / (job.src_name + ".toml")).write_text(job.src_spec_toml)
+    cand = d / f"{job.tag}{_ext(job.dialect)}"
+    cand.write_text(job.text)
+    cand.with_name(cand.name + ".toml").write_text(job.cand_spec_toml)
+    return src, load_spec(d / (job.src_name + ".toml")), cand, load_spec(cand.with_name(cand.name + ".toml"))
+
+
+def _latency(job: CandidateJob, cand: Path, cspec) -> dict:
+    from .evaluator import modelled_latency
+    from .timing import measure_kernel
+    from xpiler.frontend import parse_text
+    from xpiler.migration.stage import Stage
+    out: dict = {"latency_source": job.latency_source}
+    try:
+        prog = parse_text(job.text, job.dialect, cand.name)
+        model_ms, model = modelled_latency(Stage(prog, job.dialect, job.entry), cspec, job.sizes)
+    except Exception as e:   # the model reads what the front end reads; a gap is no latency
+        model_ms, model = None, {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+    if job.latency_source == MODEL:
+        out.update(latency_ms=model_ms, detail=model)
+        if model_ms is None:
+            out["why"] = model.get("error", "not modelled")
+        return out
+    ms, note = measure_kernel(cand, cspec, repeats=job.repeats, sizes=job.sizes)
+    out.update(latency_ms=ms, detail={"instance": note, **({"model_ms": model_ms} if model_ms is not None else {})})
+    if ms is None:
+        out["why"] = note
+    return out
+
+
+def run_candidate(job: CandidateJob) -> dict:
+    """Build, test and (when it verifies) time one candidate; plain data back."""
+    from xpiler.migration.driver import _real_compile_gate
+    from xpiler.verify.tester import compare_kernels
+    d = Path(tempfile.mkdtemp(prefix="xpiler-cand-"))
+    try:
+        src, sspec, cand, cspec = _write(job, d)
+        v = compare_kernels(cand, cspec, against=(src, sspec), use_reference=bool(sspec.reference),
+                            seeds=list(job.seeds), jobs=job.jobs, timeout=job.run_limit, deadline=job.deadline)
+        if v.verified and job.dialect in ("cuda", "hip"):
+            _real_compile_gate(job.dialect, cand, v)
+        out = {"verdict": v.to_json()}
+        if v.verified:
+            out.update(_latency(job, cand, cspec))
+        return out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def run_confirm(a: CandidateJob, b: CandidateJob, repeats: int = 21) -> tuple[float | None, float | None]:
+    """Hardware latencies of ``a`` and ``b`` (no tests), timed one after the other in this call."""
+    from .timing import measure_kernel
+    out = []
+    for job in (a, b):
+        d = Path(tempfile.mkdtemp(prefix="xpiler-confirm-"))
+        try:
+            _, _, cand, cspec = _write(job, d)
+            out.append(measure_kernel(cand, cspec, repeats=repeats, sizes=job.sizes)[0])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    return out[0], out[1]
+
+
+def run_confirm_pair(pair: tuple) -> tuple[float | None, float | None]:
+    return run_confirm(*pair)
