@@ -801,7 +801,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 src_spec = replace(sspec, reference=f"{ref_name}:{fn}")
             return CandidateJob(tag, st.text, st.dialect, st.entry, spec_to_toml(cand_spec), src.name, src_text,
                                 spec_to_toml(src_spec), ref_name, ref_text, tuple(seeds), run_limit,
-                                max(1, jobs // max(1, getattr(pool, "workers", 1))), deadline, source, sizes)
+                                max(1, jobs // max(1, getattr(pool, "workers", 1))), deadline, source, sizes,
+                                src_path=str(src.resolve()))
 
         def log_test(st: Stage, tag: str, v: Verdict):
             tested.setdefault(st.hash, v)

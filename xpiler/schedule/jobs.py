@@ -39,6 +39,7 @@ class CandidateJob:
     latency_source: str       # "hw:…" or "model:analytic"
     sizes: dict | None = None
     repeats: int = 7
+    src_path: str | None = None   # the source where it lies: used when the worker sees the same file
     extra: dict = field(default_factory=dict)
 
 
@@ -53,6 +54,12 @@ def _write(job: CandidateJob, d: Path):
         (d / job.ref_name).write_text(job.ref_text)
     src = d / job.src_name
     src.write_text(job.src_text)
+    if job.src_path and Path(job.src_path).is_file():
+        try:   # the original file, when this worker sees it unchanged (its own includes then resolve)
+            if Path(job.src_path).read_bytes().decode("utf-8") == job.src_text:
+                src = Path(job.src_path)
+        except (OSError, UnicodeDecodeError):
+            pass
     (d / (job.src_name + ".toml")).write_text(job.src_spec_toml)
     cand = d / f"{job.tag}{_ext(job.dialect)}"
     cand.write_text(job.text)
