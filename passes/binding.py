@@ -49,6 +49,7 @@ from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from .base import PassError
+from . import block_rows
 from . import dependence as D
 from . import forward
 from . import phases
@@ -69,13 +70,15 @@ FALLBACK_GRID = 256          # blocks when the trip count is not an expression o
 # ============================================================================ entry points
 def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
-          func_type: str = "union1", atomics: bool = False, instances=None, **_):
+          func_type: str = "union1", atomics: bool = False, rows: str = "thread", instances=None, **_):
     """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c).
+    ``rows="block"`` (cuda/hip): the bound loop's iterations go to thread blocks and its inner
+    loops over the block's threads (``passes/block_rows.py``).
     ``instances`` (the spec's instances as parameter name -> value dicts, given by the driver,
     never logged as a parameter) lets run-time sized local arrays get a constant size on SIMT
     targets (``passes/runtime_arrays.py``)."""
     plan = check(program, entry=entry, target=target, mode=mode, loop=loop, block=block,
-                 grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
+                 grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows)
     if mode == "retarget":
         return _retarget(program, plan)
     prog, launch = _bind(plan.get("program", program), plan)
@@ -89,7 +92,7 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
 
 def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
-          func_type: str = "union1", atomics: bool = False, **_) -> dict:
+          func_type: str = "union1", atomics: bool = False, rows: str = "thread", **_) -> dict:
     """Raise PassError when the binding is illegal; else return the plan ``apply`` follows."""
     if target not in TARGETS:
         raise PassError(NAME, f"unknown target '{target}' (one of {', '.join(TARGETS)})", code="XP4001")
@@ -108,6 +111,12 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
             raise PassError(NAME, f"program is already bound for {target}", func, "XP4002")
         raise PassError(NAME, f"binding maps sequential c programs; this one is {program.dialect} "
                               f"(run loop_recovery first)", func)
+    if rows not in ("thread", "block"):
+        raise PassError(NAME, f"unknown rows='{rows}' (thread | block)", func)
+    if rows == "block" and (target not in SIMT or dims is not None or atomics):
+        raise PassError(NAME, "rows='block' binds a loop's iterations to cuda/hip thread blocks; it takes no "
+                              "dims= or atomics=" if target in SIMT else
+                        f"rows='block' binds a loop's iterations to cuda/hip thread blocks, not {target}", func)
     if target in SIMT and block not in BLOCK_SIZES:
         raise PassError(NAME, f"block size {block} is not one of {BLOCK_SIZES}", func)
     if target == "bang" and func_type not in ("block", "union1", "union2", "union4"):
@@ -118,11 +127,13 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     spliced = splice_blocks(program, func, omp_regions=target != "c")
     if spliced is not program:      # an inlined helper's body as top-level statements, then plan
         plan = check(spliced, entry=entry, target=target, mode=mode, loop=loop, block=block,
-                     grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics)
+                     grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows)
         plan.setdefault("program", spliced)
         return plan
     if target == "c":
         return _plan_c(program, func, loop)
+    if rows == "block":
+        return _plan_block_rows(program, func, target, loop, block, grid_cap)
     try:
         return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
     except PassError as first:
@@ -146,7 +157,8 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
 
 def candidates(program: N.Program, target: str) -> list:
     """Legal parameter sets: each bindable loop x block size x grid cap (cuda/hip), x task
-    configurations (bang); the retarget mode for SIMT -> SIMT."""
+    configurations (bang); on cuda/hip also each loop whose iterations can run one per block
+    (``rows="block"``) x block size x grid cap; the retarget mode for SIMT -> SIMT."""
     out = []
     for f in program.kernels or program.funcs:
         if f.body is None:
@@ -162,6 +174,13 @@ def candidates(program: N.Program, target: str) -> list:
         for lp in _top_loops(g):
             ref = D.loop_ref(g, lp)
             base = {"target": target, "loop": ref}
+            if target in SIMT:       # a block per row (each legal loop; its own check)
+                try:
+                    check(program, entry=f.name, **base, rows="block")
+                    out += [dict(base, rows="block", block=b, grid_cap=cap)
+                            for b in block_rows.BLOCK_SIZES for cap in block_rows.GRID_CAPS]
+                except PassError:
+                    pass
             try:
                 check(program, entry=f.name, **base)
             except PassError:
@@ -449,6 +468,27 @@ def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> di
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": tasks,
             "func_type": func_type, "atomic": ()}
+
+
+def _plan_block_rows(program, func, target, loop, block, grid_cap) -> dict:
+    """``rows="block"``: the loop's iterations (rows) on thread blocks, its inner loops over the
+    block's threads with block reductions; see passes/block_rows.py."""
+    lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
+    pl = block_rows.plan(program, func, lp, target, block)
+    issued = set()
+
+    def fresh(base):
+        name = _fresh_name(func, base)
+        k = 0
+        while name in issued:
+            k += 1
+            name = _fresh_name(func, f"{base}{k}")
+        issued.add(name)
+        return name
+    body, launch = block_rows.build(program, func, pl, trip_count_expr(program, func, lp), grid_cap, fresh)
+    return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
+            "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": 4,
+            "func_type": "union1", "atomic": ()}
 
 
 def _replicable(s, arrays=frozenset(), macros=frozenset()) -> bool:
