@@ -35,7 +35,9 @@ shuffles become HIP width-32 shuffles, host runtime calls/types/includes are ren
 without an explicit width <= 32) is refused: detensorize must lower them first.
 
 Legality (:func:`check`): every statement of the entry outside the bound loop must be uniform
-(scalar declarations, local arrays that can be privatized), the bound loop must carry no
+(scalar declarations, local arrays that can be privatized) and read no element that the bound
+loop writes unless proved disjoint (``check_prelude_reads``: no barrier orders them across
+blocks/tasks), the bound loop must carry no
 dependence (exact test in ``passes/dependence.py``), except a ``+=`` reduction into memory when
 ``atomics=True`` (cuda/hip), which becomes ``atomicAdd``.  Refusals are ``PassError`` XP4001
 naming the loop and its location; XP4002 means there is nothing to do.
@@ -242,6 +244,63 @@ def check_uniform_prelude(func: N.Func, loop: N.For, macros=frozenset()) -> tupl
     return tuple(arrays)
 
 
+def check_prelude_reads(program, func: N.Func, loop: N.For, trusted=()) -> None:
+    """Statements before ``loop`` at the top level of ``func`` run in every thread/task, and no
+    barrier orders them against the iterations of ``loop`` in other blocks/tasks: a prelude read
+    of an element that some iteration writes (``float first = y[0]; for (i...) y[i] -= first;``)
+    may see the old or the new value.  Raise PassError naming the read and the loop unless the
+    dependence test proves the element is never written by ``loop`` (``first = y[0]`` with ``i``
+    from 1).  Local arrays are per-thread copies (the thread's own prelude runs before its own
+    iterations); ``trusted``: buffers the source's own tasks share (``source_trusted``)."""
+    view = D.analysis_view(func)
+    vloop = D._same_position(func, view, loop)
+    local = {d.name for d in walk(view.body) if isinstance(d, N.Decl) and isinstance(d.type, N.Array)}
+    skip = local | set(trusted) | D._private_names(vloop.body) | {vloop.var}
+    writes = [a for a in D.collect(vloop.body, view, program) if a.mode != "r" and a.buffer not in skip]
+    if not writes:
+        return
+    top_assigned = D.assigned_names(view.body)
+    for s in view.body.stmts:
+        if s is vloop:
+            return                            # after the loop: nothing the loop's result depends on
+        if isinstance(s, (N.Comment, N.Pragma)):
+            continue
+        for r in D.collect(s, view, program):
+            for w in writes:
+                if r.buffer != w.buffer:
+                    continue
+                if r.index is not None and w.index is not None and _never_same(program, view, s, vloop, r, w,
+                                                                               top_assigned):
+                    continue
+                line = getattr(getattr(r.stmt, "loc", None), "line", None)
+                at = f" at line {line}" if line is not None else ""
+                raise PassError(NAME, f"'{r.buffer}' read{at} by every thread/task before loop '{loop.var}' may be "
+                                      f"an element that loop writes (no barrier orders the read against other "
+                                      f"blocks/tasks): read it in a separate kernel or phase", _at(loop, func))
+
+
+def _never_same(program, view, stmt, vloop, r, w, top_assigned) -> bool:
+    """The element read by ``r`` (in the prelude statement ``stmt``) is written by no iteration
+    of ``vloop`` (access ``w``): the overlap constraints are unsatisfiable."""
+    def build(expand):
+        env = D._make_env(program, view, N.Block((stmt, vloop)), (), expand)
+        env.varying |= {n for n in top_assigned if n not in env.loopvars}
+        D._bounds(vloop, "b", env)
+        for acc, side in ((r, "a"), (w, "b")):
+            for lp in acc.loops:
+                D._bounds(lp, side, env)
+            env.cons += D.guard_constraints(acc, side, env)
+        if r.extent is None and w.extent is None:
+            env.cons += D.equal_subscripts(r.index, tuple(r.loops), w.index, (vloop,) + tuple(w.loops), env)
+        else:
+            ia, ib = D.to_z3(r.index, "a", env), D.to_z3(w.index, "b", env)
+            xa = D.to_z3(r.extent, "a", env) if r.extent is not None else D.z3.IntVal(1)
+            xb = D.to_z3(w.extent, "b", env) if w.extent is not None else D.z3.IntVal(1)
+            env.cons += [ia < ib + xb, ib < ia + xa]
+        return env.cons
+    return D._decide(build) == "unsat"
+
+
 def source_trusted(func: N.Func, loop: N.For) -> tuple:
     """Buffers whose dependences across ``loop`` need no proof: the kernel's pointer parameters
     when loop recovery marked ``loop`` as the source's own parallel BANG tasks
@@ -424,6 +483,7 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
         plan = _plan_multi(program, func, target, first)
         plan.update(block=block, grid_cap=grid_cap, tasks=tasks, func_type=func_type, atomic=())
         return plan
+    check_prelude_reads(program, func, lp, source_trusted(func, lp))
     # fill loops of the prelude (a std::vector's zeroing, a detensorized constant): every thread
     # runs them on its own copy; an array they fill stays declared at the top (not moved into lp)
     fills = [s for s in func.body.stmts if isinstance(s, N.For) and s is not lp]

@@ -24,7 +24,8 @@ Legality (:func:`plan`, every refusal a ``PassError`` XP4001 naming the statemen
 
 * the row loop carries no dependence (``dependence.check_parallel``, no privatization), does
   not return, break or continue out of its body, and the statements of the entry outside it are
-  uniform (``binding.check_uniform_prelude``) without local arrays;
+  uniform (``binding.check_uniform_prelude``) without local arrays, and read no element the row
+  loop writes (``binding.check_prelude_reads``: no barrier orders them across blocks);
 * every loop of the row body is one of its statements (not nested in an ``if`` or a block) and
   carries no dependence through memory; the scalars declared outside it that it assigns are
   reductions of one operator each (``phases.reductions``: ``+ * & | ^ max min``); a recurrence
@@ -65,8 +66,9 @@ def plan(program, func: N.Func, row: N.For, target: str, block: int) -> dict:
     if not any(s is row for s in func.body.stmts):
         raise PassError(NAME, f"loop '{row.var}' is not at the top level of {func.name}", _at(row, func))
     macros = purity.pure_macros(program)
-    from .binding import check_uniform_prelude
+    from .binding import check_prelude_reads, check_uniform_prelude
     arrays = check_uniform_prelude(func, row, macros)
+    check_prelude_reads(program, func, row)
     if arrays:
         raise PassError(NAME, f"rows='block': local array '{arrays[0]}' outside loop '{row.var}' would be one "
                               f"copy per thread, not per row", _at(row, func))

@@ -21,7 +21,10 @@ refused (docs/passes/binding.md, "Phases"):
     thread 0 only, and may not assign a scalar the other threads use;
   - ``if (C) { S; return; }`` with a pure ``C`` that reads no memory is a uniform early exit:
     every thread returns, thread 0 runs the stores ``S`` first (``_uniform_exit``);
-  - ``__syncthreads()`` follows every phase that writes memory, so the next phase sees it.
+  - ``__syncthreads()`` follows every phase that writes memory, so the next phase sees it, and
+    precedes a phase that stores to a buffer that a statement run by every thread read since
+    the last barrier (``float m = y[0];`` then a loop writing ``y``), so no thread stores
+    before another has read.
 
   Launch ``{"grid": [1, 1, 1], "block": [B, 1, 1]}``.
 
@@ -316,15 +319,31 @@ def build(program, func: N.Func, target: str, ph: dict, fresh):
     tid = N.Builtin("threadIdx.x")
     types = {s.name: s.type for s in walk(func.body) if isinstance(s, N.Decl)}
     types.update({p.name: p.type for p in func.params})
+    names, ptrs = _buffer_names(func), D.pointer_names(func)
     out = []
+    pending = set()          # buffers read by statements every thread ran since the last barrier
+
+    def order_reads(s):
+        """A barrier before ``s`` when it may write what an every-thread statement read since the
+        last barrier (``float m = y[0];`` then a phase storing ``y[0]``: a fast thread would
+        store before a slow one has read)."""
+        if pending and _clash(pending, _written_buffers(s, names)):
+            out.append(N.Barrier("block"))
+            pending.clear()
     for s, how, reds in ph["units"]:
-        if how in ("keep", "all"):
+        if how == "keep":
             out.append(s)
             continue
+        if how == "all":
+            out.append(s)
+            pending.update(_read_buffers(s, names, ptrs))
+            continue
+        order_reads(s)
         if how == "once":
             out.append(N.If(N.BinOp("==", tid, N.Const(0)), s if isinstance(s, N.Block) else N.Block((s,)),
                             loc=s.loc))
             out.append(N.Barrier("block"))
+            pending.clear()
             continue
         if how == "exit":               # uniform early return: thread 0 stores, every thread returns
             body = D.strip_comments(s.then.stmts if isinstance(s.then, N.Block) else (s.then,))
@@ -347,7 +366,77 @@ def build(program, func: N.Func, target: str, ph: dict, fresh):
         out.append(N.Block(tuple(pre) + (loop,) + tuple(post), loc=s.loc))
         if not post and writes_memory(s):
             out.append(N.Barrier("block"))     # (a reduction's first barrier already orders the stores)
+        if post or writes_memory(s):
+            pending.clear()                    # (the tree's barriers order the loop's reads too)
+        else:
+            pending.update(_read_buffers(s, names, ptrs))
     return func.body.with_(stmts=tuple(out)), {"grid": [1, 1, 1], "block": [B, 1, 1]}
+
+
+def _buffer_names(func: N.Func) -> dict:
+    """name -> the buffer its element accesses reach: pointer/array parameters themselves, local
+    pointers initialised once from one (``float* row = y + k``, ``dependence.alias_table``);
+    None for other local names (a pointer reassigned later: unknown buffer).  Names declared
+    nowhere in ``func`` (file-scope arrays) stand for themselves."""
+    table = D.alias_table(func)
+    out = {p.name: p.name for p in func.params}
+    for d in walk(func.body):
+        if isinstance(d, N.Decl):
+            out[d.name] = None
+    for _ in range(8):
+        for k, init in table.items():
+            b, _ = D._split_ptr(init)
+            out[k] = out.get(b, b) if b is not None else None
+    return out
+
+
+def _root(e, names):
+    """The buffer an element access ``e`` (Index, ``*p``, ``p->f``) reaches, or "*" (unknown)."""
+    while isinstance(e, N.Index) or isinstance(e, N.Member) and not e.arrow:
+        e = e.base
+    if isinstance(e, N.UnOp) and e.op == "*" or isinstance(e, N.Member):
+        e = e.operand if isinstance(e, N.UnOp) else e.base
+    b, _ = D._split_ptr(e)
+    if b is None:
+        return "*"
+    r = names.get(b, b)
+    return "*" if r is None else r
+
+
+def _read_buffers(s, names, ptrs=frozenset()) -> set:
+    """Buffers whose elements ``s`` may read ("*": unknown).  A pure macro handed a pointer of
+    ``ptrs`` or a file-scope name (``AT(y, 0)``) may read through it."""
+    out = set()
+    for n in walk(s):
+        if isinstance(n, N.Index) or isinstance(n, N.UnOp) and n.op == "*" or isinstance(n, N.Member) and n.arrow:
+            out.add(_root(n, names))
+        elif isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in D.PURE_CALLS):
+            for a in n.args:
+                for v in walk(a):
+                    if isinstance(v, N.Var) and (v.name in ptrs or v.name not in names):
+                        out.add(names.get(v.name, v.name) or "*")
+    return out
+
+
+def _written_buffers(s, names) -> set:
+    """Buffers ``s`` may store to ("*": unknown, e.g. a call with side effects)."""
+    if not writes_memory(s):
+        return set()
+    out = set()
+    for n in walk(s):
+        if isinstance(n, (N.Assign, N.AssignExpr)) and not _var(n.target):
+            out.add(_root(n.target, names))
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") and not _var(n.operand):
+            out.add(_root(n.operand, names))
+        elif isinstance(n, N.Call) and not (isinstance(n.func, str) and n.func in D.PURE_CALLS):
+            out.add("*")
+        elif isinstance(n, N.Intrinsic) and (REGISTRY.get(n.name) is None or REGISTRY[n.name].category != "math"):
+            out.add("*")
+    return out
+
+
+def _clash(read: set, written: set) -> bool:
+    return bool(written) and ("*" in read or "*" in written or bool(read & written))
 
 
 def _combine(op, a, b):
