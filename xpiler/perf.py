@@ -15,10 +15,7 @@ CUDA events on a GPU). The instance timed is the largest one in the spec.
 """
 from __future__ import annotations
 
-import re
-import shutil
 import statistics
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -80,9 +77,6 @@ def measure(kernel: Path, spec: Spec, *, repeats: int = 10, timeout_s: float = 1
 
     Returns ``(rows, note)``: no rows and the reason in ``note`` when there is no hardware
     substrate for the dialect here, no reference, or the timed run failed."""
-    from .platforms import get_platform
-    from .platforms.harness import write_job
-    from .sandbox import run_limited
     from .verify.inputs import make_inputs
     from .verify.oracle import load_reference, reference_args
 
@@ -92,26 +86,15 @@ def measure(kernel: Path, spec: Spec, *, repeats: int = 10, timeout_s: float = 1
     if not spec.reference:
         return [], "the spec names no reference implementation to compare with"
     inst = _largest(spec)
-    work = Path(tempfile.mkdtemp(prefix="xpiler-perf-"))
+    from .schedule.timing import measure_kernel   # one timed build-and-run for the report and the tuner
     try:
-        plat = get_platform(spec.dialect)
-        if spec.dialect == "cuda":
-            exe = plat.build(Path(kernel), spec, work, sanitize=False, gpu=True, timing=True)
-        else:
-            exe = plat.build(Path(kernel), spec, work, sanitize=False, timing=repeats)
-        arrays = make_inputs(inst, 0)
-        job = work / "job"
-        write_job(job, inst, arrays)
-        oc = run_limited([str(exe), str(job)], timeout_s=timeout_s, mem_mb=None)
-        m = re.search(r"xpiler-time-ms: ([0-9.eE+-]+)", oc.stdout or "")
-        if not oc.ok or not m:
-            return [], f"the timed run failed ({oc.reason})"
-        kernel_ms = float(m.group(1))
+        kernel_ms, why = measure_kernel(Path(kernel), spec, repeats=repeats, timeout_s=timeout_s)
+        if kernel_ms is None:
+            return [], why
+        arrays = make_inputs(inst, 0)             # the inputs the timed run used (seed 0)
         fn = load_reference(spec)
         args = reference_args(spec, inst, arrays)
         base_ms = _time_call(lambda: fn(*args), repeats)
     except Exception as e:  # a perf measurement never fails a verified migration
         return [], f"not measured: {type(e).__name__}: {str(e)[:200]}"
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return [PerfRow(inst.name, inst.describe(), sub, kernel_ms, BASELINE_LABEL, base_ms)], ""
