@@ -126,17 +126,13 @@ def time_output(cu: Path, to: str, work: Path, src_name: str | None = None, torc
     from xpiler.platforms import get_platform
     from xpiler.platforms.harness import read_outputs, write_job
     from xpiler.sandbox import run_limited
-    from xpiler.spec import load_spec
     from xpiler.verify.inputs import make_inputs
-    op = cu.parent.name.split("__")[0].split(".")[0]
-    base_op = next((k for k in PERF if op == k or op.startswith(k + "_")), None)
     src_name = src_name or cu.parent.name.split("__to__")[0]
+    base_op, spec = _perf_spec(cu)
     if base_op is None:
         return None, None
-    spec = load_spec(cu.with_name(cu.name + ".toml"))
-    sizes = dict(spec.sizes)
-    sizes.update({k: v for k, v in PERF[base_op].items() if k in sizes})
-    spec.shapes = [{"name": "perf", **sizes}]
+    sizes = dict(spec.shapes[0])
+    sizes.pop("name")
     try:
         inst = spec.instances(["perf"])[0]
         exe = get_platform(to).build(cu, spec, work, sanitize=False, gpu=True, timing=True)

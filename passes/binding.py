@@ -511,9 +511,8 @@ def _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func
             "block": block, "grid_cap": grid_cap, "tasks": tasks, "func_type": func_type, "atomic": atomic_stmts}
 
 
-def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> dict:
-    """Scalar reductions and dependent sibling nests: the kernel as ordered phases of one block
-    (cuda/hip) or one task (bang); see passes/phases.py."""
+def _fresh_namer(func):
+    """A ``fresh(base)`` that gives names unused in ``func`` and never the same one twice."""
     issued = set()
 
     def fresh(base):
@@ -524,6 +523,13 @@ def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> di
             name = _fresh_name(func, f"{base}{k}")
         issued.add(name)
         return name
+    return fresh
+
+
+def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> dict:
+    """Scalar reductions and dependent sibling nests: the kernel as ordered phases of one block
+    (cuda/hip) or one task (bang); see passes/phases.py."""
+    fresh = _fresh_namer(func)
     body, launch = phases.try_plan(program, func, target, block, fresh)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": tasks,
@@ -535,16 +541,7 @@ def _plan_block_rows(program, func, target, loop, block, grid_cap) -> dict:
     block's threads with block reductions; see passes/block_rows.py."""
     lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
     pl = block_rows.plan(program, func, lp, target, block)
-    issued = set()
-
-    def fresh(base):
-        name = _fresh_name(func, base)
-        k = 0
-        while name in issued:
-            k += 1
-            name = _fresh_name(func, f"{base}{k}")
-        issued.add(name)
-        return name
+    fresh = _fresh_namer(func)
     body, launch = block_rows.build(program, func, pl, trip_count_expr(program, func, lp), grid_cap, fresh)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": 4,
@@ -1020,8 +1017,7 @@ def _only_returns(s) -> bool:
 def _pure(e, macros=frozenset()) -> bool:
     """No assignment, increment or call with effects in ``e``; ``macros``: the program's pure
     function-like macros (``passes/purity.py``), whose uses count as pure calls."""
-    if e is None:
-        return True
+    return e is None or purity.is_pure(e, macros)
     for n in walk(e):
         if isinstance(n, N.Call) and not (isinstance(n.func, str) and (n.func in D.PURE_CALLS or n.func in macros)):
             return False

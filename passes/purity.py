@@ -28,13 +28,15 @@ def pure_macros(program) -> frozenset:
     while changed:                       # a macro may use another (least fixpoint: cycles stay impure)
         changed = False
         for name, expr in cands.items():
-            if name not in pure and _body_pure(expr, pure):
+            if name not in pure and is_pure(expr, pure):
                 pure.add(name)
                 changed = True
     return frozenset(pure)
 
 
-def _body_pure(e, pure) -> bool:
+def is_pure(e, pure=frozenset()) -> bool:
+    """No assignment, increment or call with effects in ``e``; calls of the functions in ``pure``
+    (pure function-like macros) count as pure."""
     for n in walk(e):
         if isinstance(n, N.Call) and not (isinstance(n.func, str) and (n.func in D.PURE_CALLS or n.func in pure)):
             return False
