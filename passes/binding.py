@@ -56,6 +56,7 @@ from . import dependence as D
 from . import forward
 from . import phases
 from . import privatize
+from . import regrid as regrid_pass
 from . import purity
 from . import replicate
 from . import runtime_arrays
@@ -72,17 +73,22 @@ FALLBACK_GRID = 256          # blocks when the trip count is not an expression o
 # ============================================================================ entry points
 def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
-          func_type: str = "union1", atomics: bool = False, rows: str = "thread", instances=None, **_):
+          func_type: str = "union1", atomics: bool = False, rows: str = "thread", instances=None,
+          regrid: bool = False, **_):
     """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c).
+    ``regrid=True`` (retarget of a grid-stride kernel): the launch is sized from the problem,
+    ``block`` threads and at most ``grid_cap`` blocks (``passes/regrid.py``).
     ``rows="block"`` (cuda/hip): the bound loop's iterations go to thread blocks and its inner
     loops over the block's threads (``passes/block_rows.py``).
     ``instances`` (the spec's instances as parameter name -> value dicts, given by the driver,
     never logged as a parameter) lets run-time sized local arrays get a constant size on SIMT
     targets (``passes/runtime_arrays.py``)."""
     plan = check(program, entry=entry, target=target, mode=mode, loop=loop, block=block,
-                 grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows)
+                 grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows,
+                 regrid=regrid)
     if mode == "retarget":
-        return _retarget(program, plan)
+        prog = _retarget(program, plan)
+        return (prog, regrid_pass.launch(plan, block, grid_cap)) if regrid else prog
     prog, launch = _bind(plan.get("program", program), plan)
     if plan["target"] in SIMT:
         # run-time sized local arrays (BANG NRAM VLAs) -> the instances' largest size + a guard
@@ -94,7 +100,8 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
 
 def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
-          func_type: str = "union1", atomics: bool = False, rows: str = "thread", **_) -> dict:
+          func_type: str = "union1", atomics: bool = False, rows: str = "thread", regrid: bool = False,
+          **_) -> dict:
     """Raise PassError when the binding is illegal; else return the plan ``apply`` follows."""
     if target not in TARGETS:
         raise PassError(NAME, f"unknown target '{target}' (one of {', '.join(TARGETS)})", code="XP4001")
@@ -103,7 +110,14 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     except KeyError:
         raise PassError(NAME, f"entry function '{entry}' not found", code="XP4001") from None
     if mode == "retarget":
-        return check_retarget(program, func, target)
+        plan = check_retarget(program, func, target)
+        if regrid:
+            if block not in regrid_pass.BLOCK_SIZES + BLOCK_SIZES:
+                raise PassError(NAME, f"block size {block} is not one of {BLOCK_SIZES}", func)
+            plan.update(regrid_pass.check(program, func))
+        return plan
+    if regrid:
+        raise PassError(NAME, "regrid=True sizes the launch of a retargeted SIMT kernel (mode='retarget')", func)
     if mode not in ("bind", "auto"):
         raise PassError(NAME, f"unknown mode '{mode}' (bind | retarget)", func)
     if program.dialect != "c":
@@ -169,6 +183,9 @@ def candidates(program: N.Program, target: str) -> list:
             try:
                 check_retarget(program, f, target)
                 out.append({"target": target, "mode": "retarget"})
+                regrid_pass.check(program, f)      # a grid-stride kernel: its launch is free
+                out += [{"target": target, "mode": "retarget", "regrid": True, "block": b, "grid_cap": cap}
+                        for b in regrid_pass.BLOCK_SIZES for cap in regrid_pass.GRID_CAPS]
             except PassError:
                 pass
             continue

@@ -211,6 +211,11 @@ def check(program, *, entry: str, loop: str | None = None, vars=None, **_):
             raise PassError(NAME, f"'{v}' has an initializer list", d)
         if "static" in d.storage:
             raise PassError(NAME, f"'{v}' is static (shared by all iterations already)", d)
+    if program.dialect in ("cuda", "hip", "bang") and not isinstance(trip_count(lp), N.Const):
+        # the expanded array's length is the trip count: a cuda/hip/bang local array needs a
+        # constant one (nvcc: "expression must have a constant value")
+        raise PassError(NAME, f"loop '{loop}' has no constant trip count: an expanded local array of "
+                              f"{program.dialect} needs a constant size", lp)
     return fn, lp, names
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 
 from ..ir.nodes import Program
@@ -20,3 +21,14 @@ class Stage:
     @property
     def hash(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+
+    @property
+    def key(self) -> str:
+        """The program together with its launch: two stages with one text but different launches
+        (binding's ``regrid``: the same kernel on another grid) are different candidates to test
+        and time. Equal to :attr:`hash` when the stage has no launch, so logs keyed by the text's
+        hash read the same."""
+        if not self.launch:
+            return self.hash
+        canon = json.dumps(self.launch, sort_keys=True, default=str)
+        return hashlib.sha256((self.text + "\n/* launch " + canon + " */").encode()).hexdigest()[:16]

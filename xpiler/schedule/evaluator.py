@@ -1,5 +1,5 @@
 """The evaluator: build, test (differential against the source + the spec's reference, as every
-migration step is tested) and time a program, memoized by program hash.
+migration step is tested) and time a program, memoized by program and launch (``Stage.key``).
 
 The test itself is the migration's (``test`` below: the driver's per-stage test, which writes the
 candidate and its spec, runs it on its substrate and logs the test event). A verified program is
@@ -80,23 +80,23 @@ class Evaluator:
         from .jobs import run_candidate
         todo, seen = [], set()
         for st, tag in items:
-            if st.hash not in self.memo and st.hash not in seen:
-                seen.add(st.hash)
+            if st.key not in self.memo and st.key not in seen:
+                seen.add(st.key)
                 todo.append((st, tag))
         jobs = [self.make_job(st, tag) for st, tag in todo]
         results = self.pool.map(run_candidate, jobs) if jobs else []
         for (st, tag), job, r in zip(todo, jobs, results):
             self.tests += 1
-            self.jobs[st.hash] = job
+            self.jobs[st.key] = job
             v = Verdict.from_json(r["verdict"])
             self.log_test(st, tag, v)
             if not v.verified:
                 why = v.failures[0].message if v.failures else "not verified"
-                self.memo[st.hash] = Evaluation(st.hash, False, why=why[:300])
+                self.memo[st.key] = Evaluation(st.hash, False, why=why[:300])
             else:
-                self.memo[st.hash] = Evaluation(st.hash, True, r.get("latency_ms"), r.get("latency_source", ""),
+                self.memo[st.key] = Evaluation(st.hash, True, r.get("latency_ms"), r.get("latency_source", ""),
                                                 why=r.get("why", ""), detail=r.get("detail") or {})
-        return [self.memo[st.hash] for st, _ in items]
+        return [self.memo[st.key] for st, _ in items]
 
     def confirm(self, a_hash: str, b_hash: str) -> tuple:
         """Hardware latencies of two evaluated programs, timed one after the other in one job."""

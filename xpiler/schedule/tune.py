@@ -57,7 +57,7 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
     root_eval = ev.evaluate(stage, "tune_root")
     emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
     root = start if start is not None and start.dialect != target else stage
-    emit(kind="start", program_hash=stage.hash, search_root=root.hash, latency_source=source,
+    emit(kind="start", program_hash=stage.hash, search_root=root.key, latency_source=source,
          root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed, pool=pool.label,
          **({"sizes": sizes} if sizes else {}))
     if not root_eval.verified or root_eval.latency_ms is None:
@@ -90,30 +90,30 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
         # before the target dialect only binding leads on; in it, the target passes
         return legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
 
-    mcts = MCTS(expand=expand, apply=apply, evaluate_many=evaluate_many, key=lambda st: st.hash, seed=seed,
+    mcts = MCTS(expand=expand, apply=apply, evaluate_many=evaluate_many, key=lambda st: st.key, seed=seed,
                 on_event=on_event)
     left = max(0.0, budget_s - (time.monotonic() - t0))
     # the search root carries the untuned kernel's latency: every candidate is compared with it
-    res = mcts.search(root, Evaluation(root.hash, True, root_eval.latency_ms, source), budget_s=left,
+    res = mcts.search(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,
                       max_evals=max_evals, batch=getattr(pool, "workers", 1))
     out = TuneOutcome(stage, result=res, source=source, untuned_ms=root_eval.latency_ms, tuned_ms=root_eval.latency_ms)
-    chosen = res.best_hash if res.best_hash != root.hash else stage.hash
-    if chosen != stage.hash and source != MODEL:
+    chosen = res.best_hash if res.best_hash != root.key else stage.key
+    if chosen != stage.key and source != MODEL:
         # measured latencies are noisy: time both again, side by side, before replacing the kernel
-        a, b = ev.confirm(stage.hash, chosen)
-        emit(kind="confirm", untuned=stage.hash, untuned_ms=a, tuned=chosen, tuned_ms=b, latency_source=source)
+        a, b = ev.confirm(stage.key, chosen)
+        emit(kind="confirm", untuned=stage.key, untuned_ms=a, tuned=chosen, tuned_ms=b, latency_source=source)
         if a is None or b is None or a / b < MIN_GAIN:
             out.note = (f"the best candidate was not faster by {MIN_GAIN:g}x when timed again "
                         f"({b} ms vs {a} ms untuned): the untuned kernel is kept")
-            chosen = stage.hash
+            chosen = stage.key
         else:
             out.untuned_ms, out.tuned_ms = a, b
-    elif chosen != stage.hash and res.speedup < MIN_GAIN:
+    elif chosen != stage.key and res.speedup < MIN_GAIN:
         out.note = f"the best candidate is modelled {res.speedup:.2f}x faster, under {MIN_GAIN:g}x: kept untuned"
-        chosen = stage.hash
-    elif chosen != stage.hash:
+        chosen = stage.key
+    elif chosen != stage.key:
         out.tuned_ms = res.best_ms
-    if chosen != stage.hash:
+    if chosen != stage.key:
         cur = root
         for step in res.best_path:
             nxt = apply_step(step, cur, ctx)
@@ -121,7 +121,7 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
             nxt.steps = cur.steps + (done,)
             out.steps.append(done)
             cur = nxt
-        assert cur.hash == chosen, "re-applying the chosen steps must give the chosen program"
+        assert cur.key == chosen, "re-applying the chosen steps must give the chosen program"
         out.stage = cur
     else:
         out.note = out.note or "no candidate was faster than the untuned kernel"
