@@ -15,6 +15,13 @@ and the cost model's rank correlation with the GPU's timings over every tuned ca
    (``detail.model_ms``); Spearman's rank correlation over all of them, and per kernel.
 
 Prints a markdown table and geometric means; writes DIR/tune_gpu.json.
+
+Long runs go in parts: ``--work W`` keeps the migrations in W, and a migration whose folder holds
+a closed provenance log (an ``end`` event) is not run again, so a run cut by a time limit is
+continued by the same command; ``--phase migrate`` stops after the migrations, ``--phase time``
+only times what W holds. ``--untuned-from U`` takes the untuned outputs from U (folders
+``<source>__to__cuda`` as made by ``--phase migrate --no-tuned`` on any machine: an untuned
+migration does not depend on the GPU), so the GPU machine only runs the tuned ones.
 """
 from __future__ import annotations
 
@@ -47,8 +54,19 @@ def sources(only: set | None) -> list[Path]:
     return out
 
 
+def closed(outdir: Path) -> bool:
+    """A finished migration: its log ends with an ``end`` event."""
+    log = outdir / "provenance.jsonl"
+    try:
+        return log.is_file() and json.loads(log.read_text().splitlines()[-1]).get("type") == "end"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def run_migrate(src: Path, outdir: Path, tune: bool, a) -> dict:
     op = src.parent.name
+    if closed(outdir):
+        return {"src": str(src.relative_to(ROOT)), "tuned": tune, "rc": "done before", "s": 0, "err": ""}
     cmd = [sys.executable, "-m", "xpiler", "migrate", str(src), "--to", "cuda", "-o", str(outdir), "--force",
            "--no-perf", "--jobs", "2", "--budget", str(a.budget)]
     if tune:
@@ -114,17 +132,26 @@ def main() -> int:
     ap.add_argument("--migrate-s", type=float, default=1e9,
                     help="start no migration after this many seconds (the timing phase still runs)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tune_gpu"))
+    ap.add_argument("--work", default="", help="keep the migrations here (resumable); default: a temp folder")
+    ap.add_argument("--phase", choices=["all", "migrate", "time"], default="all")
+    ap.add_argument("--untuned-from", default="", help="untuned outputs made elsewhere (<source>__to__cuda folders)")
+    ap.add_argument("--no-tuned", action="store_true", help="run only the untuned migrations")
     a = ap.parse_args()
     only = {x for x in a.only.split(",") if x} or None
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="xptune"))
+    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="xptune"))
+    work.mkdir(parents=True, exist_ok=True)
+    untuned_dir = Path(a.untuned_from) if a.untuned_from else work / "untuned"
     os.environ["XPILER_TIMING_LOCK"] = str(work / "timing.lock")
     srcs = sources(only)
     if a.sources:
         want = {x.strip() for x in a.sources.split(",") if x.strip()}
         srcs = [s for s in srcs if f"{s.parent.name}/{s.name}" in want]
-    jobs = [(s, work / ("tuned" if t else "untuned") / f"{s.name}__to__cuda", t) for s in srcs for t in (True, False)]
+    kinds = [False] if a.no_tuned else [True] if a.untuned_from else [True, False]
+    jobs = [(s, (work / "tuned" if t else untuned_dir) / f"{s.name}__to__cuda", t) for s in srcs for t in kinds]
+    if a.phase == "time":
+        jobs = []
     print(f"{len(srcs)} sources, {len(jobs)} migrations, {a.workers} at a time", flush=True)
     t0 = time.time()
 
@@ -137,9 +164,13 @@ def main() -> int:
     with ThreadPoolExecutor(a.workers) as ex:
         runs = list(ex.map(one, jobs))
     print(f"migrations: {len(runs)} in {time.time() - t0:.0f} s", flush=True)
+    if a.phase == "migrate":
+        return 0
     rows, details, all_hw, all_model, torch_ms = [], [], [], [], {}
     for s in srcs:
-        u = work / "untuned" / f"{s.name}__to__cuda"
+        if rows:
+            print("  timed: | " + " | ".join(rows[-1]) + " |", flush=True)
+        u = untuned_dir / f"{s.name}__to__cuda"
         t = work / "tuned" / f"{s.name}__to__cuda"
         ucu = next(u.glob("*.cu"), None) if u.is_dir() else None
         tcu = next(t.glob("*.cu"), None) if t.is_dir() else None
