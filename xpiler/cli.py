@@ -187,6 +187,9 @@ def cmd_spec(a) -> int:
 
 def cmd_migrate(a) -> int:
     from .api import migrate
+    if Path(a.src).is_dir():   # a whole tree: every kernel file in it (xpiler/project/, docs/projects.md)
+        from .project.cli import cmd_migrate_dir
+        return cmd_migrate_dir(a, _parse_sizes)
     if a.proposer != "symbolic" or a.llm:
         if a.proposer == "symbolic" and a.llm:
             print("note: --llm given with --proposer symbolic; the LLM is not asked", file=sys.stderr)
@@ -258,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     m = sub.add_parser("migrate", help="migrate a kernel to another dialect and verify it")
-    m.add_argument("src")
+    m.add_argument("src", help="a kernel file, or a folder: every kernel file below it (docs/projects.md)")
     m.add_argument("--to", required=True, choices=["cuda", "hip", "bang", "c"])
     m.add_argument("--spec")
     m.add_argument("-o", "--outdir", default="out")
@@ -281,9 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-perf", action="store_true",
                    help="skip timing the verified kernel against its reference (done only on hardware substrates)")
     m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--jobs", type=int, default=2)
+    m.add_argument("--jobs", type=int, default=2,
+                   help="test runs at a time; for a folder: kernels migrated at a time, each in its own process")
     m.add_argument("--cluster", metavar="ADDRESS",
-                   help="with --tune: evaluate candidates on this Dask scheduler (tcp://host:8786); "
+                   help="with --tune: evaluate candidates on this Dask scheduler (tcp://host:8786); for a "
+                        "folder: migrate its kernels there (the workers must see the same paths); "
                         "needs pip install 'xpiler[dist]'")
     m.add_argument("--resume", metavar="LOG")
     m.add_argument("--force", action="store_true",

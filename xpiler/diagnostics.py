@@ -77,6 +77,12 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1222", "error", "the spec's reference {ref} raised {detail}", "Fix the Python reference at the line given (the kernel is not at fault); `xpiler test` reproduces it."),
     ("XP1223", "error", "bad value for {flag}: {value} ({want})", "See `xpiler COMMAND --help`."),
     ("XP1224", "error", "unknown instance '{name}'; the spec's instances are: {names}", "Give --instance one of the listed names ('base' or a [[shapes]] name)."),
+    # --- whole directories (xpiler migrate DIR; xpiler/project/) -------------------------------------
+    ("XP1240", "error", "{path} holds no kernel files to migrate (looked for {exts} below it)", "Give a folder with kernel sources (their specs beside them), or one kernel file; hidden folders and xpiler output folders are not searched."),
+    ("XP1241", "error", "{flag} does not apply when migrating a directory: {why}", "Drop the option; a directory run takes each kernel's spec from beside it (or infers it) and resumes by itself from OUT/project-state.jsonl."),
+    ("XP1242", "error", "no usable spec for {name}: {why}", "Write one beside the kernel: `xpiler spec --infer SRC > SRC.toml` proposes one; fill in its TODOs and re-run the same command (kernels already finished are not migrated again)."),
+    ("XP1243", "warning", "line {line} of the project state {path} is not a record ({why}); it is ignored", "The kernels it recorded are migrated again; nothing else is lost. The file is written only by xpiler: do not edit it."),
+    ("XP1244", "error", "the output folder {path} is inside a kernel's own output folder or the source folder is inside the output folder", "Give -o a folder outside the kernels' tree, or a new folder inside it (it is skipped when the tree is searched)."),
     # --- toolchains ----------------------------------------------------------------------------
     ("XP2001", "error", "CUDA/HIP compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
     ("XP2002", "error", "BANG compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
@@ -123,6 +129,11 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4021", "warning", "the LLM step for {pass_name} was dropped: {why}", "The symbolic rewrite stands in where it applies. Check the endpoint (timeouts, HTTP errors) or give a larger --budget."),
     ("XP4050", "warning", "the run-time sized local array '{name}[{extent}]' is given {size} elements, the largest size of the spec's instances, with a guard that stops the kernel (device trap) above it", "cuda/hip refuse arrays sized at run time. Add a spec instance with the largest size you will run, or stage the array through memory the host allocates."),
     ("XP4101", "warning", "host API '{name}' has no {dst} counterpart", "See docs/api-mapping.md; the call is left as a comment for you to port."),
+    ("XP4120", "error", "the migration of {name} ended without a result: {why}", "The child process running it crashed or was killed; the other kernels went on. Re-run the same command to try it again, or migrate that file alone with XPILER_DEBUG=1 and report it."),
+    ("XP4121", "error", "the migration of {name} was stopped after {limit} s (its --budget plus a margin)", "Give a larger --budget, or migrate that file alone to see where the time goes."),
+    ("XP4122", "note", "{name} was running when the previous run was killed: resumed from its log {log}", "The steps its log recorded are re-derived, and the programs it verified are not tested again (--resume)."),
+    ("XP4123", "note", "{name} was running when the previous run was killed: restarted from the beginning ({why})", "Its log could not be resumed from; the migration ran again in full."),
+    ("XP4124", "note", "{name} had finished when the previous run was killed: its result was taken from its closed log {log}", "Nothing was run again for it."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
 ]
