@@ -1,0 +1,333 @@
+"""Z3 sketch repair of failing candidates (issue 14; docs/repair.md).
+
+``repair_kernel(text, dialect, entry, cand_spec, against)`` takes a candidate kernel that fails
+its differential test, localizes the regions that may be wrong (localize.py), builds a sketch
+with integer holes for each (``xpiler.sketches``), fills the holes with Z3, cheapest change
+first, checking each filling on the failing examples and then on the full test, counter-example
+guided (solve.py), splices the filled sketch into the IR and prints it in the candidate's
+dialect (splice.py). A repair is reported only when the repaired kernel passes the FULL test
+against the same source with the same seeds on at least the instances the unrepaired test ran.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .splice import program_hash, reapply
+
+__all__ = ["repair_kernel", "RepairResult", "reapply", "program_hash"]
+
+
+@dataclass
+class RepairResult:
+    repaired: bool
+    text: str | None = None
+    verdict: object = None            # the full re-test Verdict of the repaired kernel
+    region: dict | None = None        # function, path, line, kind, the original text, the new text
+    sketch: str | None = None
+    holes: dict = field(default_factory=dict)
+    solver: str = "not localized"     # sat | unsat | unknown | timeout | not localized | no sketch
+    time_s: float = 0.0
+    tried: list = field(default_factory=list)
+    checks: int = 0                   # kernels tested (examples or full)
+    before: object = None             # the unrepaired full-test Verdict
+
+    def to_json(self) -> dict:
+        v = self.verdict
+        return {"repaired": self.repaired, "region": self.region, "sketch": self.sketch, "holes": self.holes,
+                "solver": self.solver, "time_s": round(self.time_s, 3), "checks": self.checks,
+                "tried": self.tried[:40],
+                "verdict": None if v is None else {
+                    "verified": v.verified, "substrate": v.substrate, "instances": list(v.instances),
+                    "seeds": list(v.seeds), "runs": v.runs, "max_abs_error": v.max_abs_error,
+                    "max_rel_error": v.max_rel_error, "failures": [f.to_json() for f in v.failures[:3]]},
+                "program_hash": program_hash(self.text) if self.text else None}
+
+
+def _smallest_failure(verdict, spec):
+    """(instance, seed) of the cheapest failing run of a verdict (None when no run failed)."""
+    fails = [f for f in verdict.failures if f.seed >= 0 and f.instance not in ("-", None)]
+    if not fails:
+        return None
+    sizes = {}
+    try:
+        for i in spec.instances():
+            sizes[i.name] = sum(i.numel(a.name) for a in spec.arrays)
+    except Exception:
+        pass
+    f = min(fails, key=lambda x: (sizes.get(x.instance, 1 << 62), x.seed))
+    return f.instance, f.seed
+
+
+HOLES_ENV = "XPILER_REPAIR_HOLES"
+_HOLE_ARRAY = "xp_repair_hole"
+_HOLES = 256
+_PRELUDE = f"""#include <stdlib.h>
+static int {_HOLE_ARRAY}[{_HOLES}];
+__attribute__((constructor)) static void {_HOLE_ARRAY}_init(void)
+{{
+    const char *s = getenv("{HOLES_ENV}");
+    int i = 0;
+    while (s && *s && i < {_HOLES}) {{
+        char *e;
+        long v = strtol(s, &e, 10);
+        if (e == s)
+            break;
+        {_HOLE_ARRAY}[i++] = (int)v;
+        s = (*e == ',') ? e + 1 : e;
+    }}
+}}
+"""
+
+
+def _nests(outer, inner) -> bool:
+    return len(inner) >= len(outer) and tuple(inner[:len(outer)]) == tuple(outer)
+
+
+def groups(problems: list, cap: int = 200) -> list[list]:
+    """Problems packed into groups that one parametric program holds: no expression region
+    inside another one of the same group (a loop or a statement list may hold others: its
+    sketch rebuilds only its own fields), at most ``cap`` holes."""
+    out: list[list] = []
+    for p in problems:
+        for g in out:
+            if sum(len(q.sketch.holes) for q in g) + len(p.sketch.holes) > cap:
+                continue
+            ok = True
+            for q in g:
+                a, b = tuple(q.region.path), tuple(p.region.path)
+                if a == b:
+                    ok = q.region.kind in ("bound", "stride") and p.region.kind in ("bound", "stride") \
+                        and q.region.kind != p.region.kind
+                elif _nests(a, b):
+                    ok = q.region.kind in ("bound", "stride", "block")
+                elif _nests(b, a):
+                    ok = p.region.kind in ("bound", "stride", "block")
+                if not ok:
+                    break
+            if ok:
+                g.append(p)
+                break
+        else:
+            out.append([p])
+    return out
+
+
+def _merge(cur, orig, new):
+    """A loop or statement-list sketch's replacement applied over ``cur`` (the node after the
+    regions nested in it were spliced): only the fields the sketch changed are taken."""
+    from xpiler.ir import nodes as N
+    if isinstance(orig, N.For):
+        ch = {f: getattr(new, f) for f in ("lo", "hi", "step") if getattr(new, f) is not getattr(orig, f)}
+        return cur.with_(**ch)
+    if isinstance(orig, N.Block):
+        # the barrier sketch interleaves its guarded barriers with the statements as they are now
+        it = iter(cur.stmts)
+        olds = set(map(id, orig.stmts))
+        return cur.with_(stmts=tuple(next(it) if id(s) in olds else s for s in new.stmts))
+    return new
+
+
+def parametric(prog, group: list, dialect: str, write):
+    """One build for every assignment of every sketch of ``group``: the holes read from an array
+    the run fills from the environment (the harness passes the environment on). Returns
+    (file, {id(problem): offset of its first hole}) or None when it cannot be printed."""
+    from xpiler.ir import nodes as N
+    from xpiler.printers import print_program
+    from .localize import get_at, set_at
+    offs, k = {}, 0
+    for p in group:
+        offs[id(p)] = k
+        k += len(p.sketch.holes)
+    if k > _HOLES:
+        return None
+    new = prog
+    for p in sorted(group, key=lambda q: -len(q.region.path)):
+        o = offs[id(p)]
+        hv = {h.name: N.Index(N.Var(_HOLE_ARRAY), N.Const(o + i, "int32", str(o + i)))
+              for i, h in enumerate(p.sketch.holes)}
+        try:
+            rep = p.sketch.instantiate(hv)
+            new = set_at(new, p.region.path, _merge(get_at(new, p.region.path), p.region.node, rep))
+        except Exception:
+            return None
+    try:
+        t = print_program(new, dialect)
+    except Exception:
+        return None
+    return write(_PRELUDE + t), offs
+
+
+def covers(after, before) -> bool:
+    """The repaired kernel's test is at least the unrepaired one: same seeds, every instance."""
+    return before is None or (list(after.seeds) == list(before.seeds)
+                              and set(before.instances) <= set(after.instances))
+
+
+def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, seeds=(0, 1, 2),
+                  budget_s: float = 30.0, jobs: int = 1, workdir: Path | None = None,
+                  run_limit: float = 60.0, failing=None, deadline: float | None = None) -> RepairResult:
+    """Repair a failing candidate (see the module docstring). ``cand_spec``: its Spec (or spec
+    path); ``against``: (source path, source Spec), the differential oracle. ``failing``: its
+    failing full-test Verdict when the caller has it (else it is tested first). Never raises on
+    a kernel it cannot handle: the result says why (``solver``)."""
+    from xpiler.frontend import parse_text
+    from xpiler.printers import print_program
+    from xpiler.sketches import BUILDERS
+    from xpiler.spec import DIALECT_EXT, Spec, load_spec
+    from xpiler.verify.tester import compare_kernels
+
+    from .localize import localize
+    from .solve import cegis, problem
+    from .splice import node_text, splice
+
+    t0 = time.time()
+    res = RepairResult(False)
+    spec = cand_spec if isinstance(cand_spec, Spec) else load_spec(cand_spec)
+    seeds = list(seeds)
+    use_ref = bool(spec.reference)
+    end = t0 + budget_s if deadline is None else min(t0 + budget_s, deadline)
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="xpiler-repair-")
+        workdir = Path(tmp.name)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ext = DIALECT_EXT[dialect]
+    counter = [0]
+
+    def write(t: str) -> Path:
+        counter[0] += 1
+        p = workdir / f"repair{counter[0]}{ext}"
+        p.write_text(t)
+        return p
+
+    def full(t: str):
+        res.checks += 1
+        left = end - time.time()
+        return compare_kernels(write(t), spec, against=against, use_reference=use_ref, seeds=seeds, jobs=jobs,
+                               timeout=run_limit, deadline=None if left > run_limit * 4 else time.time() + max(left, 1))
+
+    try:
+        try:
+            prog = parse_text(text, dialect, f"<candidate>{ext}")
+            prog.func(entry)
+        except Exception as e:   # a candidate the front end cannot read has nothing to localize
+            res.solver = "not localized"
+            res.tried.append({"error": f"{type(e).__name__}: {str(e)[:200]}"})
+            return res
+        before = failing if failing is not None else full(text)
+        res.before = before
+        if before.verified:
+            res.solver = "not localized"
+            res.tried.append({"error": "the candidate passes its test: nothing to repair"})
+            return res
+        if before.build_error is not None:
+            res.solver = "not localized"
+            res.tried.append({"error": f"does not build ({before.build_error.code}): repair needs a run"})
+            return res
+        first = _smallest_failure(before, spec)
+        if first is None:
+            res.solver = "not localized"
+            res.tried.append({"error": "no failing run to learn from"})
+            return res
+        examples = [first]
+        regs = localize(prog, entry, dialect, before)
+        problems = []
+        for r in regs:
+            for mod in BUILDERS.get(r.kind, []):
+                try:
+                    sk = mod.build(r)
+                except Exception:
+                    sk = None
+                if sk is not None and sk.holes:
+                    problems.append(problem(sk, r))
+        if not problems:
+            res.solver = "no sketch"
+            return res
+
+        def run_examples(path) -> bool:
+            for inst, seed in examples:
+                v = compare_kernels(path, spec, against=against, use_reference=use_ref, seeds=[seed],
+                                    instances=[inst], jobs=1, timeout=min(run_limit, 20.0), stop_on_failure=True)
+                if v.runs == 0 and not v.failures:
+                    continue   # the instance is not derived for this candidate: the full test decides
+                if v.build_error is not None:
+                    return None
+                if not v.verified:
+                    return False
+            return True
+
+        param: dict = {}    # id(problem) -> (path of its group's parametric build, hole values as written)
+        for g in groups(problems):
+            built = None
+            for p in g:
+                param[id(p)] = (g, None)
+
+        def check_examples(p, vals):
+            try:
+                new = splice(prog, p.region, p.sketch, vals)
+                t = print_program(new, dialect)
+            except Exception:
+                return None, False
+            if t == text:
+                return None, False
+            g, built = param[id(p)]
+            if built is None:
+                built = parametric(prog, g, dialect, write) or False
+                for q in g:
+                    param[id(q)] = (g, built)
+            if built:
+                ppath, offs = built
+                hole = [h.orig for q in g for h in q.sketch.holes]
+                for i, h in enumerate(p.sketch.holes):
+                    hole[offs[id(p)] + i] = vals[h.name]
+                os.environ[HOLES_ENV] = ",".join(map(str, hole))
+                res.checks += 1
+                try:
+                    ok = run_examples(ppath)
+                finally:
+                    os.environ.pop(HOLES_ENV, None)
+                if ok is not None:
+                    return t, ok
+                for q in g:    # the parametric form does not build: one build per assignment
+                    param[id(q)] = (g, False)
+            res.checks += 1
+            ok = run_examples(write(t))
+            return t, bool(ok)
+
+        def check_full(t):
+            v = full(t)
+            if v.verified and covers(v, before):
+                return v, None
+            cex = _smallest_failure(v, spec)
+            if cex is not None and cex not in examples:
+                examples.append(cex)
+            if v.verified:   # passed on fewer tests than the unrepaired kernel ran: not accepted
+                v.verified = False
+            return v, cex
+
+        left = end - time.time()
+        p, vals, t, v, status = cegis(problems, check_examples, check_full, budget_s=max(0.0, left),
+                                      tried=res.tried, seen={text})
+        res.solver = status
+        if p is not None:
+            res.repaired, res.text, res.verdict = True, t, v
+            res.sketch = p.sketch.kind
+            res.holes = {h.name: vals[h.name] for h in p.sketch.holes if vals[h.name] != h.orig}
+            res.region = {"function": entry, "path": list(p.region.path), "line": p.region.line,
+                          "kind": p.region.kind, "text": node_text(p.region.node, dialect),
+                          "new_text": node_text(p.sketch.instantiate(vals), dialect)}
+        return res
+    finally:
+        res.time_s = time.time() - t0
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def to_json_line(r: RepairResult) -> str:
+    return json.dumps(r.to_json())

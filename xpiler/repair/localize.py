@@ -1,0 +1,298 @@
+"""Localization: which regions of a failing candidate a sketch should rewrite, most likely
+first.
+
+Method (docs/repair.md): a static backward slice, not an instrumented trace. The failing
+verdict names the outputs that are wrong and how (wrong values XP2101, unwritten/NaN XP2102,
+out-of-bounds XP2105, a bad BANG copy XP3050...). The slice starts at every statement that
+stores into a wrong output (an assignment through an index of the output parameter, or a
+``__memcpy`` whose destination is based on it) and adds, to a fixed point, the statements that
+define a variable or write a buffer those statements read, plus their enclosing loops and
+conditions. Regions (index expressions, loop bounds and steps, guards, div/mod, copy sizes,
+reduction inits, barrier gaps) inside the slice rank before those outside; among them the
+failure kind orders the region kinds (an unwritten element points at bounds, guards and copy
+sizes first, a wrong value at indices, inits and barriers first); source order breaks ties.
+Regions outside the slice are kept (last): the slice can miss a dependence through a pointer
+alias, and the final test is the gate either way.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+from xpiler.sketches._base import Region
+
+#: failure code -> region kinds in the order they are tried
+PRIORITY = {
+    "XP2102": ["bound", "guard", "copy", "stride", "index", "divmod", "init", "block"],
+    "XP2105": ["bound", "guard", "index", "copy", "stride", "divmod", "init", "block"],
+    "XP3050": ["copy", "index", "bound", "guard", "stride", "divmod", "init", "block"],
+    "XP2101": ["index", "divmod", "init", "block", "bound", "guard", "stride", "copy"],
+}
+DEFAULT = PRIORITY["XP2101"]
+ORDER_OPS = ("<", "<=", ">", ">=")
+INT_TYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char"}
+
+
+def get_at(node, path):
+    for p in path:
+        node = node[p] if isinstance(p, int) else getattr(node, p)
+    return node
+
+
+def set_at(node, path, new):
+    if not path:
+        return new
+    p, rest = path[0], path[1:]
+    if isinstance(p, int):
+        lst = list(node)
+        lst[p] = set_at(lst[p], rest, new)
+        return tuple(lst)
+    return node.with_(**{p: set_at(getattr(node, p), rest, new)})
+
+
+def _int_type(t) -> bool:
+    return isinstance(t, N.Scalar) and t.dtype in INT_TYPES
+
+
+def _has_float(e) -> bool:
+    return any(isinstance(n, N.Const) and isinstance(n.value, float) for n in walk(e)) or \
+        any(isinstance(n, N.Cast) and isinstance(n.type, N.Scalar) and n.type.dtype.startswith(("float", "bfloat"))
+            for n in walk(e))
+
+
+def entry_index(prog: N.Program, entry: str) -> int:
+    for i, it in enumerate(prog.items):
+        if isinstance(it, N.Func) and it.name == entry and it.body is not None:
+            return i
+    raise KeyError(entry)
+
+
+def _base_name(e):
+    while isinstance(e, (N.Index, N.Member, N.Cast)):
+        e = e.base if not isinstance(e, N.Cast) else e.expr
+    if isinstance(e, N.BinOp) and e.op in ("+", "-"):
+        return _base_name(e.lhs)
+    if isinstance(e, N.UnOp) and e.op == "&":
+        return _base_name(e.operand)
+    return e.name if isinstance(e, N.Var) else None
+
+
+def regions(prog: N.Program, entry: str, dialect: str) -> list[Region]:
+    """Every region of the entry function a sketch kind applies to, in source order."""
+    fi = entry_index(prog, entry)
+    func = prog.items[fi]
+    ints = {p.name for p in func.params if _int_type(p.type)}
+    shared = set()
+    for n in walk(prog):
+        if isinstance(n, N.Decl):
+            if _int_type(n.type):
+                ints.add(n.name)
+            if n.scope in ("shared", "nram", "wram", "sram"):
+                shared.add(n.name)
+    ints, shared = frozenset(ints), frozenset(shared)
+    out: list[Region] = []
+    # names assigned by a compound update later (reduction variables)
+    updated = set()
+    for n in walk(func):
+        if isinstance(n, N.Assign) and isinstance(n.target, (N.Var, N.Index)):
+            b = _base_name(n.target)
+            if b and (n.op != "=" or b in {v.name for v in walk(n.value) if isinstance(v, N.Var)}):
+                updated.add(b)
+
+    def R(path, node, kind, loops, stmt_path):
+        out.append(Region(tuple(path), node, kind, tuple(loops), dialect, ints, shared, tuple(stmt_path)))
+
+    def expr(e, path, loops, sp, index_ctx=False):
+        if not isinstance(e, N.Expr):
+            return
+        if isinstance(e, N.Index):
+            expr(e.base, path + ["base"], loops, sp)
+            if not _has_float(e.index):
+                R(path + ["index"], e.index, "index", loops, sp)
+            expr(e.index, path + ["index"], loops, sp, True)
+            return
+        if isinstance(e, N.BinOp) and e.op in ("/", "%") and not _has_float(e) and \
+                (isinstance(e.rhs, N.Const) and isinstance(e.rhs.value, int) or
+                 isinstance(e.rhs, N.Var) and e.rhs.name in ints):
+            R(path, e, "divmod", loops, sp)
+        if isinstance(e, N.Intrinsic) and e.name in ("__memcpy", "__memcpy_async"):
+            R(path, e, "copy", loops, sp)
+            for k, a in enumerate(e.args[:2]):
+                if isinstance(a, N.BinOp) and a.op == "+" and not _has_float(a.rhs):
+                    R(path + ["args", k, "rhs"], a.rhs, "index", loops, sp)
+        for f in fields(e):
+            if f.name == "loc":
+                continue
+            v = getattr(e, f.name)
+            if isinstance(v, N.Expr):
+                expr(v, path + [f.name], loops, sp, index_ctx)
+            elif isinstance(v, tuple):
+                for k, x in enumerate(v):
+                    if isinstance(x, N.Expr):
+                        expr(x, path + [f.name, k], loops, sp, index_ctx)
+
+    def cond(e, path, loops, sp):
+        """ordering comparisons of a condition (through && || !)"""
+        if isinstance(e, N.BinOp) and e.op in ("&&", "||"):
+            cond(e.lhs, path + ["lhs"], loops, sp)
+            cond(e.rhs, path + ["rhs"], loops, sp)
+        elif isinstance(e, N.UnOp) and e.op == "!":
+            cond(e.operand, path + ["operand"], loops, sp)
+        elif isinstance(e, N.BinOp) and e.op in ORDER_OPS and not _has_float(e):
+            R(path, e, "guard", loops, sp)
+
+    def stmt(s, path, loops, under_if, thread_loop):
+        sp = list(path)
+        if isinstance(s, N.Block):
+            if not under_if and not thread_loop and shared and dialect in ("cuda", "hip") and any(
+                    isinstance(n, N.Index) and _base_name(n) in shared for n in walk(s)):
+                R(path, s, "block", loops, sp)
+            for k, x in enumerate(s.stmts):
+                stmt(x, path + ["stmts", k], loops, under_if, thread_loop)
+        elif isinstance(s, N.For):
+            expr(s.lo, path + ["lo"], loops, sp)
+            expr(s.hi, path + ["hi"], loops, sp)
+            R(path, s, "bound", loops, sp)
+            R(path, s, "stride", loops, sp)
+            tl = thread_loop or (s.binding is not None and not str(s.binding).startswith(("blockIdx", "cluster")))
+            stmt(s.body, path + ["body"], loops + [s], under_if, tl)
+        elif isinstance(s, N.CFor):
+            if s.cond is not None:
+                cond(s.cond, path + ["cond"], loops, sp)
+            stmt(s.body, path + ["body"], loops, under_if, thread_loop)
+        elif isinstance(s, N.While):
+            cond(s.cond, path + ["cond"], loops, sp)
+            stmt(s.body, path + ["body"], loops, under_if, thread_loop)
+        elif isinstance(s, N.If):
+            cond(s.cond, path + ["cond"], loops, sp)
+            expr(s.cond, path + ["cond"], loops, sp)
+            stmt(s.then, path + ["then"], loops, True, thread_loop)
+            if s.else_ is not None:
+                stmt(s.else_, path + ["else_"], loops, True, thread_loop)
+        elif isinstance(s, N.Decl):
+            if s.init is not None:
+                if s.name in updated and isinstance(s.init, (N.Const, N.UnOp)) and isinstance(s.type, N.Scalar):
+                    c = _const_of(s.init)
+                    if c is not None:
+                        R(path + ["init"] + ([] if isinstance(s.init, N.Const) else ["operand"]), c, "init", loops, sp)
+                expr(s.init, path + ["init"], loops, sp)
+        elif isinstance(s, N.Assign):
+            if isinstance(s.target, (N.Var, N.Index)) and s.op == "=" and _base_name(s.target) in updated and \
+                    isinstance(s.value, N.Const) and not isinstance(s.value.value, (str, bool)):
+                R(path + ["value"], s.value, "init", loops, sp)
+            expr(s.target, path + ["target"], loops, sp)
+            expr(s.value, path + ["value"], loops, sp)
+            if isinstance(s.value, N.Cond):
+                cond(s.value.cond, path + ["value", "cond"], loops, sp)
+        elif isinstance(s, N.ExprStmt):
+            expr(s.expr, path + ["expr"], loops, sp)
+        elif isinstance(s, N.Return) and s.value is not None:
+            expr(s.value, path + ["value"], loops, sp)
+        # ternaries in declarations (count - off < CHUNK ? ...)
+        if isinstance(s, N.Decl) and isinstance(s.init, N.Cond):
+            cond(s.init.cond, path + ["init", "cond"], loops, sp)
+
+    stmt(func.body, ["items", fi, "body"], [], False, False)
+    return out
+
+
+def _const_of(e):
+    if isinstance(e, N.Const) and not isinstance(e.value, (str, bool)) and e.value is not None:
+        return e
+    return None
+
+
+def wrong_outputs(verdict) -> set:
+    names = set()
+    for f in getattr(verdict, "failures", []) or []:
+        if f.arg:
+            names.add(f.arg)
+        m = re.search(r"output '([^']+)'", f.message or "")
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def _slice(func: N.Func, outs: set, param_names: list) -> set:
+    """ids of statements in the backward slice of the stores into ``outs``."""
+    stmts = []   # (stmt, enclosing stmts)
+
+    def go(s, encl):
+        stmts.append((s, encl))
+        for c in s.children():
+            if isinstance(c, N.Stmt):
+                go(c, encl + [s])
+    go(func.body, [])
+    leaf = [(s, e) for s, e in stmts if not isinstance(s, (N.Block, N.For, N.CFor, N.If, N.While))]
+
+    def writes(s):
+        w = set()
+        if isinstance(s, N.Assign):
+            b = _base_name(s.target)
+            if b:
+                w.add(b)
+        if isinstance(s, N.Decl):
+            w.add(s.name)
+        for n in walk(s):
+            if isinstance(n, N.Intrinsic) and n.args:
+                b = _base_name(n.args[0])
+                if b:
+                    w.add(b)
+            if isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
+                b = _base_name(n.operand)
+                if b:
+                    w.add(b)
+        return w
+
+    def reads(s, encl):
+        r = {n.name for n in walk(s) if isinstance(n, N.Var)}
+        for e in encl:
+            if isinstance(e, N.For):
+                r |= {n.name for n in walk((e.lo, e.hi, e.step)) if isinstance(n, N.Var)} | {e.var}
+            elif isinstance(e, (N.If, N.While)):
+                r |= {n.name for n in walk(e.cond) if isinstance(n, N.Var)}
+            elif isinstance(e, N.CFor):
+                r |= {n.name for n in walk((e.init, e.cond, e.next)) if isinstance(n, N.Var)}
+        return r
+
+    if not outs:
+        return {id(s) for s, _ in stmts}
+    need: set = set(outs)
+    inslice: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for s, encl in leaf:
+            if id(s) in inslice:
+                continue
+            if writes(s) & need:
+                inslice.add(id(s))
+                for e in encl:
+                    inslice.add(id(e))
+                need |= reads(s, encl)
+                changed = True
+    return inslice
+
+
+def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Region]:
+    """The regions of the entry function, most likely first (see the module docstring)."""
+    regs = regions(prog, entry, dialect)
+    func = prog.func(entry)
+    outs = wrong_outputs(verdict) if verdict is not None else set()
+    codes = [f.code for f in (getattr(verdict, "failures", None) or [])]
+    prio = next((PRIORITY[c] for c in codes if c in PRIORITY), DEFAULT)
+    sl = _slice(func, outs, [p.name for p in func.params])
+
+    def in_slice(r: Region) -> bool:
+        try:
+            st = get_at(prog, r.stmt_path)
+        except (AttributeError, IndexError, TypeError):
+            return True
+        return id(st) in sl
+
+    keyed = [((0 if in_slice(r) else 1), prio.index(r.kind) if r.kind in prio else 99, i, r)
+             for i, r in enumerate(regs)]
+    keyed.sort(key=lambda t: t[:3])
+    return [t[3] for t in keyed]

@@ -1,0 +1,125 @@
+"""Z3 over a sketch's holes, counter-example guided (docs/repair.md).
+
+Each sketch becomes a Z3 problem: one Int per hole, its domain, and a cost (the weighted
+distance from the program as written). Assignments are taken in order of cost (1, 2, ...), each
+level enumerated with blocking clauses, so the smallest change comes first. An assignment is
+checked on the examples gathered so far (the failing (instance, seed) pairs: first the smallest
+failing run of the unrepaired test); one that passes them is checked on the full test; when the
+full test fails, its failing run is added to the examples (the counter-example) and the
+assignment is blocked; solving resumes. Each Z3 call has a time limit; each sketch has a bounded
+number of checks per cost level; the whole repair has a time budget.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import z3
+
+
+@dataclass
+class SketchProblem:
+    sketch: object
+    region: object
+    solver: z3.Solver
+    vars: dict
+    cost: object
+    status: str = "open"       # open | exhausted | unknown
+
+
+def problem(sketch, region, timeout_ms: int = 2000) -> SketchProblem:
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    vs = {}
+    terms = []
+    for h in sketch.holes:
+        v = z3.Int(h.name)
+        vs[h.name] = v
+        s.add(v >= h.lo, v <= h.hi)
+        for x in h.exclude:
+            s.add(v != x)
+        if h.metric == "abs":
+            terms.append(h.weight * z3.If(v >= h.orig, v - h.orig, h.orig - v))
+        else:
+            terms.append(z3.If(v == h.orig, 0, h.weight))
+    for c in sketch.extra:
+        s.add(c(vs))
+    cost = z3.Sum(terms) if terms else z3.IntVal(0)
+    return SketchProblem(sketch, region, s, vs, cost)
+
+
+def models(p: SketchProblem, level: int, limit: int):
+    """Up to ``limit`` assignments of exactly ``level`` cost, not blocked before; yields dicts.
+    Sets ``p.status`` to "unknown" when Z3 gives up (time limit)."""
+    p.solver.push()
+    p.solver.add(p.cost == level)
+    n = 0
+    try:
+        while n < limit:
+            r = p.solver.check()
+            if r == z3.unknown:
+                p.status = "unknown"
+                return
+            if r != z3.sat:
+                return
+            m = p.solver.model()
+            vals = {k: m.eval(v, model_completion=True).as_long() for k, v in p.vars.items()}
+            p.solver.add(z3.Or([v != vals[k] for k, v in p.vars.items()]))
+            n += 1
+            yield vals
+    finally:
+        p.solver.pop()
+
+
+def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_level: int = 3,
+          per_level: int = 12, tried: list | None = None, seen: set | None = None):
+    """Find the cheapest assignment of any sketch that passes the full test.
+
+    ``check_examples(sketch_problem, vals) -> (text, ok)`` runs the examples (cheap);
+    ``check_full(text) -> (verdict, counter_example)`` runs the whole test. Returns
+    ``(problem, vals, text, verdict, status)``; status "sat" when one verified, else "timeout",
+    "unknown" (a Z3 call gave up and nothing verified) or "unsat" (every sketch exhausted)."""
+    t0 = time.time()
+    tried = tried if tried is not None else []
+    seen = seen if seen is not None else set()
+    out_of_time = False
+    for level in range(1, max_level + 1):
+        for p in problems:
+            if time.time() - t0 > budget_s:
+                out_of_time = True
+                break
+            rec = {"sketch": p.sketch.kind, "path": list(p.region.path), "level": level, "checked": 0,
+                   "passed_examples": 0, "result": "unsat"}
+            for vals in models(p, level, per_level):
+                if time.time() - t0 > budget_s:
+                    out_of_time = True
+                    rec["result"] = "timeout"
+                    break
+                text, ok = check_examples(p, vals)
+                if text is None or text in seen:
+                    continue
+                seen.add(text)
+                rec["checked"] += 1
+                if not ok:
+                    continue
+                rec["passed_examples"] += 1
+                verdict, cex = check_full(text)
+                if verdict is not None and verdict.verified:
+                    rec["result"] = "sat"
+                    tried.append(rec)
+                    return p, vals, text, verdict, "sat"
+                # counter-example: the quick set grows, the assignment stays blocked
+            else:
+                if p.status == "unknown":
+                    rec["result"] = "unknown"
+            if rec["checked"] or rec["result"] != "unsat":
+                tried.append(rec)
+            if out_of_time:
+                break
+        if out_of_time:
+            break
+    if out_of_time:
+        return None, None, None, None, "timeout"
+    if any(p.status == "unknown" for p in problems):
+        return None, None, None, None, "unknown"
+    return None, None, None, None, "unsat"
