@@ -206,7 +206,7 @@ def cmd_migrate(a) -> int:
                 tune=a.tune and not a.no_tune, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume,
                 progress=progress, perf=not a.no_perf, force=a.force, max_evals=a.max_evals,
                 tune_sizes=_parse_sizes(a.tune_sizes) if a.tune_sizes else None,
-                cluster=a.cluster if a.tune and not a.no_tune else None)
+                cluster=a.cluster if a.tune and not a.no_tune else None, emit_asm=a.emit_asm)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -226,6 +226,18 @@ def cmd_migrate(a) -> int:
     else:
         print(f"UNRESOLVED: best candidate {r.output_path}; report {r.report_path}; log {r.log_path}")
     return r.exit_code
+
+
+def cmd_export_pairs(a) -> int:
+    from .pairs import export_pairs
+    s = export_pairs(a.logs, a.output, replay=a.replay, source_asm=not a.no_source_asm, source_root=a.source_root,
+                     progress=_Progress("reading logs"))
+    for e in s.refused + s.notes:
+        print(e.format().split("\n")[0], file=sys.stderr)   # one line per log; the hint once below
+    if s.refused:
+        print(f"  hint: {s.refused[0].hint}", file=sys.stderr)
+    print(s.line())
+    return EXIT_BAD_INPUT if s.refused else EXIT_OK   # refused logs are bad input; the rest is written
 
 
 def cmd_replay(a) -> int:
@@ -283,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --tune: test at most N candidates (default 60)")
     m.add_argument("--no-perf", action="store_true",
                    help="skip timing the verified kernel against its reference (done only on hardware substrates)")
+    m.add_argument("--emit-asm", action="store_true",
+                   help="write the verified kernel's assembly beside it and record it in the log and report: "
+                        "PTX (+ SASS where cuobjdump exists) for sm_90, AMDGPU gfx90a/gfx1100, x86-64 (docs/provenance.md)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--jobs", type=int, default=2,
                    help="test runs at a time; for a folder: kernels migrated at a time, each in its own process")
@@ -312,6 +327,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", metavar="FILE", help="the output kernel to compare with the re-derived one "
                    "(default: the file the log names, beside the log or at its recorded path)")
     r.set_defaults(func=cmd_replay)
+
+    ep = sub.add_parser("export-pairs", help="verified (source, target, assembly) pairs from provenance logs "
+                        "(docs/dataset.md)")
+    ep.add_argument("logs", nargs="+", metavar="LOGS", help="provenance.jsonl files, or folders searched for them")
+    ep.add_argument("-o", "--output", required=True, metavar="OUT", help="pairs.jsonl, or pairs.parquet (needs pyarrow)")
+    ep.add_argument("--replay", action="store_true", help="also re-derive every step of each log (xpiler replay)")
+    ep.add_argument("--no-source-asm", action="store_true",
+                    help="do not build the source kernels' assembly here (source_asm is then null)")
+    ep.add_argument("--source-root", metavar="DIR",
+                    help="the checkout the logs were written in, when their sources moved (logged relative paths)")
+    ep.set_defaults(func=cmd_export_pairs)
 
     b = sub.add_parser("bench", help="benchmarks over the example suite (--list: the example instances)")
     b.add_argument("--suite")

@@ -77,6 +77,11 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1222", "error", "the spec's reference {ref} raised {detail}", "Fix the Python reference at the line given (the kernel is not at fault); `xpiler test` reproduces it."),
     ("XP1223", "error", "bad value for {flag}: {value} ({want})", "See `xpiler COMMAND --help`."),
     ("XP1224", "error", "unknown instance '{name}'; the spec's instances are: {names}", "Give --instance one of the listed names ('base' or a [[shapes]] name)."),
+    # --- export-pairs (xpiler/pairs.py) -----------------------------------------------------------
+    ("XP1250", "error", "no provenance log found in {paths}", "Give provenance.jsonl files, or folders that hold them (searched recursively), e.g. the -o folders of `xpiler migrate` runs."),
+    ("XP1251", "error", "cannot tell the output format of {path}", "Name the output pairs.jsonl (JSON lines) or pairs.parquet (needs pyarrow)."),
+    ("XP1252", "error", "{path}: writing Parquet needs pyarrow, which is not importable here ({why})", "Install it (pip install pyarrow), or write JSON lines (-o pairs.jsonl): the same records, one JSON object a line."),
+    ("XP1253", "error", "cannot write the pairs to {path}: {detail}", "Check that the folder exists or can be created and written to, or choose another -o."),
     # --- whole directories (xpiler migrate DIR; xpiler/project/) -------------------------------------
     ("XP1240", "error", "{path} holds no kernel files to migrate (looked for {exts} below it)", "Give a folder with kernel sources (their specs beside them), or one kernel file; hidden folders and xpiler output folders are not searched."),
     ("XP1241", "error", "{flag} does not apply when migrating a directory: {why}", "Drop the option; a directory run takes each kernel's spec from beside it (or infers it) and resumes by itself from OUT/project-state.jsonl."),
@@ -134,6 +139,9 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4122", "note", "{name} was running when the previous run was killed: resumed from its log {log}", "The steps its log recorded are re-derived, and the programs it verified are not tested again (--resume)."),
     ("XP4123", "note", "{name} was running when the previous run was killed: restarted from the beginning ({why})", "Its log could not be resumed from; the migration ran again in full."),
     ("XP4124", "note", "{name} had finished when the previous run was killed: its result was taken from its closed log {log}", "Nothing was run again for it."),
+    ("XP4130", "note", "no {label} assembly was written: {why}", "The kernel's verdict does not depend on it. Install the tool named (see `xpiler doctor`), or run where it exists (SASS needs cuobjdump or nvdisasm, as on the GPU machine)."),
+    ("XP4131", "error", "this log was not exported: {why}", "Only closed logs of verified migrations whose output, assembly and source files still have their recorded SHA-256 give pairs; `xpiler replay LOG` says more. The other logs were exported."),
+    ("XP4132", "warning", "{what} left out of this log's pair ({why})", "The file the run wrote is gone; the pair is exported without it. Re-run the migration with --emit-asm to have it again."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
 ]

@@ -3,7 +3,7 @@
 The first line is the header (schema version, tool version and git revision, source hash,
 spec, target, toolchain versions, substrates, seeds, LLM backend and model, configuration);
 every later line is one event: ``parse``, ``pass``, ``llm_call``, ``test``, ``repair``,
-``tune``, ``output``, ``perf``, ``note``, and last ``end``, the closing event of a finished run
+``tune``, ``output``, ``perf``, ``asm`` (``--emit-asm``), ``note``, and last ``end``, the closing event of a finished run
 (:meth:`ProvenanceLog.end`: the SHA-256 of every output file as written, the output program
 hash, the verified flag and the SHA-256 of every line before it). Each event carries a sequence
 number and a timestamp. A run killed half-way keeps every event up to its last step (each line
@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from . import __version__
 
 SCHEMA_VERSION = 2   # 2: logs of finished runs end with an ``end`` event (replay requires it)
-EVENT_TYPES = ("parse", "pass", "llm_call", "test", "repair", "tune", "output", "perf", "note", "end")
+EVENT_TYPES = ("parse", "pass", "llm_call", "test", "repair", "tune", "output", "perf", "asm", "note", "end")
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|authorization|token|secret|password)", re.I)
 _SECRET_VALUES = [re.compile(r"sk-[A-Za-z0-9_\-]{8,}"), re.compile(r"Bearer\s+[A-Za-z0-9._\-]+"),

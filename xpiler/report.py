@@ -264,6 +264,9 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path, owner=No
         md.append("_not measured in this run_")
     if ppng:
         md += ["", "![performance](performance.png)"]
+    from .asm import report_sections
+    asm_md, asm_html = report_sections(events)
+    md += asm_md
     if tune_lines:
         md += ["", "## Tuning (MCTS)", ""] + tune_lines + (["", "![search](search.png)"] if spng else [])
     md += ["", "## Source", "", "```c", src_text.rstrip(), "```", "", f"## Target ({result.target})", "", "```c",
@@ -313,6 +316,7 @@ xpiler {esc(str(header.get('version')))} ({esc(str(header.get('git')))}).</p>
 <h2>Pass sequence</h2><ol>{steps_html}</ol>{step_diffs_html}
 <h2>Program graph</h2>{img(gpng) or '<p>(matplotlib not installed)</p>'}
 <h2>Performance</h2>{perf_table}{img(ppng) or '<p>No latency measured in this run.</p>'}{notes_html}
+{asm_html}
 {('<h2>Tuning (MCTS)</h2>' + ''.join(f'<p>{esc(x)}</p>' for x in tune_lines) + img(spng)) if tune_lines else ''}
 <h2>Diagnostics</h2><ul>{diag_html or '<li>none</li>'}</ul>
 <h2>Source and target</h2><div class="cols"><div><h3>source ({esc(spec.dialect)})</h3><pre>{esc(src_text)}</pre></div>

@@ -46,6 +46,7 @@ class MigrationResult:
     elapsed_s: float = 0.0
     failing_test: Path | None = None
     stage_texts: dict = field(default_factory=dict)   # program hash -> printed program (for per-step diffs)
+    asm: list = field(default_factory=list)   # --emit-asm: artifact records (xpiler/asm.py), one per target arch
 
     @property
     def exit_code(self) -> int:
@@ -477,7 +478,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None,
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
             perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
-            max_evals: int | None = None, tune_sizes: dict | None = None, cluster=None) -> MigrationResult:
+            max_evals: int | None = None, tune_sizes: dict | None = None, cluster=None,
+            emit_asm: bool = False) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError
@@ -498,7 +500,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     stem = src.stem if src.stem != src.name else src.name
     out_name = f"{stem}{DIALECT_EXT[to]}"
     od = OutDir(outdir, force=force)
-    od.check(migration_outputs(stem, to, sspec), migration_inputs(src, sspec))
+    from ..asm import asm_names
+    od.check(migration_outputs(stem, to, sspec) + (asm_names(out_name, to) if emit_asm else []),
+             migration_inputs(src, sspec))
     src_text = read_source(src)
     resumed = None
     if resume:
@@ -852,6 +856,11 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             result.perf, result.perf_note = rows, note
             result.latency = rows[0].kernel_ms if rows else None
             log.event("perf", rows=[r.to_json() for r in rows], note=note)
+        if emit_asm:   # after verification; never changes the verdict (xpiler/asm.py)
+            from ..asm import emit as _emit_asm
+            say("writing the target's assembly")
+            result.asm, asm_files, asm_notes = _emit_asm(out, to, od, log)
+            diags.extend(asm_notes)
     else:
         diags.append(_unresolved(to, sspec.entry, refusals, stage.dialect))
         cand, cverdict = best_failing if best_failing else (stage, verdict)
@@ -876,7 +885,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     except ImportError:
         pass
     # the closing event: the hashes of the files as written (replay requires it; docs/provenance.md)
-    log.end({"output": result.output_path, "spec": result.spec_path, "failing_test": result.failing_test})
+    log.end({"output": result.output_path, "spec": result.spec_path, "failing_test": result.failing_test,
+             **(asm_files if emit_asm and result.verified else {})})
     log.close()
     od.finish()     # the hashes of the files written, in the folder's marker
     od.cleanup()
