@@ -195,7 +195,8 @@ def x86_figures(text: str) -> dict:
         elif "%ymm" in rest:
             ymm += 1
         elif "%xmm" in rest:
-            if re.search(r"(?:ss|sd|sh)$", op) and not op.startswith(("vpdp", "vpmov")):
+            # scalar float: vaddss, vmaxsd, vcvtsi2ssl, vcvttss2si, vucomiss, ...
+            if re.search(r"(?:ss|sd|sh)[lq]?$|s[sd]2", op) and not op.startswith(("vpdp", "vpmov")):
                 scalar += 1
             else:
                 xmm += 1
