@@ -71,7 +71,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
             llm: str | None = None, proposer: str = "symbolic", budget: float = 600.0, tune: bool = False,
             seed: int = 0, jobs: int = 2, resume: str | Path | None = None, progress=None,
             perf: bool = True, timeout: float = 120.0, force: bool = False, max_evals: int | None = None,
-            tune_sizes: dict | None = None, cluster=None, emit_asm: bool = False):
+            tune_sizes: dict | None = None, cluster=None, emit_asm: bool = False, repair: bool = True):
     """Migrate ``src`` to dialect ``to`` and verify it (DESIGN §3.3).
 
     Returns a :class:`xpiler.migration.MigrationResult`: ``verified``, ``code``, ``output_path``,
@@ -101,11 +101,15 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
     ``emit_asm=True`` writes the verified kernel's assembly beside it (PTX and, with cuobjdump,
     SASS for sm_90; AMDGPU gfx90a/gfx1100; x86-64) and records it in the log and the report
     (``result.asm``); a tool that is missing is a note (XP4130), never a changed verdict.
+
+    ``repair=False`` drops a failing candidate at once instead of handing it to Z3 sketch repair
+    (docs/repair.md; the ablation).
     """
     from .migration.driver import migrate as _migrate
     return _migrate(src, to, spec, outdir, proposer=proposer, llm=llm, budget=budget, tune=tune, seed=seed,
                     jobs=jobs, resume=resume, progress=progress, perf=perf, timeout=timeout, force=force,
-                    max_evals=max_evals, tune_sizes=tune_sizes, cluster=cluster, emit_asm=emit_asm)
+                    max_evals=max_evals, tune_sizes=tune_sizes, cluster=cluster, emit_asm=emit_asm,
+                    repair=repair)
 
 
 def load(src: str | Path, spec: str | Path | Spec | None = None, *, sanitize: bool = False,

@@ -206,7 +206,8 @@ def cmd_migrate(a) -> int:
                 tune=a.tune and not a.no_tune, seed=a.seed, jobs=a.jobs, timeout=a.timeout, resume=a.resume,
                 progress=progress, perf=not a.no_perf, force=a.force, max_evals=a.max_evals,
                 tune_sizes=_parse_sizes(a.tune_sizes) if a.tune_sizes else None,
-                cluster=a.cluster if a.tune and not a.no_tune else None, emit_asm=a.emit_asm)
+                cluster=a.cluster if a.tune and not a.no_tune else None, emit_asm=a.emit_asm,
+                repair=not a.no_repair)
     if tty:
         sys.stderr.write("\r\033[K")
     if r.verified:
@@ -293,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "e.g. rows=4096,cols=1024; correctness is still tested on the spec's instances")
     m.add_argument("--max-evals", type=int, default=None, metavar="N",
                    help="with --tune: test at most N candidates (default 60)")
+    m.add_argument("--no-repair", action="store_true",
+                   help="drop a candidate that fails its test instead of handing it to Z3 sketch repair "
+                        "(docs/repair.md; the ablation)")
     m.add_argument("--no-perf", action="store_true",
                    help="skip timing the verified kernel against its reference (done only on hardware substrates)")
     m.add_argument("--emit-asm", action="store_true",

@@ -41,7 +41,7 @@ from .provenance import SCHEMA_VERSION, lines_sha256, log_lines, read_log, sha25
 from .spec import DIALECT_EXT, parse_spec, spec_to_toml
 
 #: diagnostics replay raises itself (they pass through the per-event wrapping untouched)
-_REPLAY_CODES = {"XP4006", "XP4007", "XP4008", "XP4009", "XP4010", "XP4011", "XP4013", "XP4014"}
+_REPLAY_CODES = {"XP4006", "XP4007", "XP4008", "XP4009", "XP4010", "XP4011", "XP4013", "XP4014", "XP4113"}
 
 
 @dataclass
@@ -235,6 +235,24 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                 derived.setdefault(ev["out_hash"], (new_prog, new_text, new_launch))
                 if ev["out_hash"] in verified_hashes:
                     prog, cur_text, launch = new_prog, new_text, new_launch
+                res.steps += 1
+            elif ev["type"] == "repair" and ev.get("accepted"):
+                # a Z3 sketch repair: the logged splice (region, sketch, hole values) re-applied to
+                # the failing candidate a step re-derived; no solver runs (docs/repair.md)
+                from .frontend import parse_text
+                from .repair import reapply
+                if ev.get("in_hash") not in derived:
+                    raise XPError("XP4006", seq=ev["seq"], what="input of a repair", want=ev.get("in_hash"),
+                                  got="no re-derived program has that hash")
+                b_prog, b_text, b_launch = derived[ev["in_hash"]]
+                r_prog, r_text = reapply(parse_text(b_text, b_prog.dialect, "<candidate>"),
+                                         ev["region"]["function"], b_prog.dialect, ev)
+                if _h(r_text) != ev["out_hash"]:
+                    raise XPError("XP4006", seq=ev["seq"], what="output of a repair", want=ev["out_hash"],
+                                  got=_h(r_text))
+                derived.setdefault(ev["out_hash"], (r_prog, r_text, b_launch))
+                if ev["out_hash"] in verified_hashes:
+                    prog, cur_text, launch = r_prog, r_text, b_launch
                 res.steps += 1
         except XPError as e:
             if e.code in _REPLAY_CODES:

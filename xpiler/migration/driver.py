@@ -398,6 +398,9 @@ def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, make_job, log_t
     return out.stage
 
 
+REPAIR_BUDGET_S = 30.0     # Z3 sketch repair of one failing candidate (xpiler/repair, docs/repair.md)
+
+
 # -- the source first, and the time limits derived from it (docs/decisions.md) ----------------
 DEFAULT_TIMEOUT_S = 120.0   # the longest one child run may take (--timeout)
 SOURCE_CHECK_S = 60.0       # the source check's per-run limit: min(timeout, this), at least timeout / 2
@@ -479,7 +482,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             progress: Callable[[str], None] | None = None, pipeline: list | None = None,
             perf: bool = True, timeout: float = DEFAULT_TIMEOUT_S, force: bool = False,
             max_evals: int | None = None, tune_sizes: dict | None = None, cluster=None,
-            emit_asm: bool = False) -> MigrationResult:
+            emit_asm: bool = False, repair: bool = True) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
     from xpiler.passes.base import PassError
@@ -653,6 +656,49 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, cached=True)
         return tested[new.hash]
 
+    def repair_candidate(k, pname, who, new: Stage, v: Verdict):
+        """A target-dialect candidate that failed its test goes to Z3 sketch repair
+        (xpiler/repair, docs/repair.md) before it is dropped; a repair is kept only when the
+        driver's own full test of the repaired program passes on at least the same instances and
+        seeds. Returns (stage, verdict) of the repaired program, or None."""
+        from ..repair import reapply, repair_kernel
+        from ..repair import covers as _covers
+        from ..frontend import parse_text
+        if v.build_error is not None or any(f.code == "XP4020" for f in v.failures) or time.time() >= deadline:
+            return None
+        cspec = kspec.with_dialect(new.dialect, new.entry, _launch_to_spec(new.launch, kspec, params))
+        if sspec.reference and sspec.path is not None:
+            ref_file, fn = sspec.reference.split(":")[0], sspec.reference.split(":")[1]
+            cspec.reference = f"{(sspec.path.parent / ref_file).resolve()}:{fn}"
+        say(f"repairing the {pname} candidate")
+        r = repair_kernel(new.text, new.dialect, new.entry, cspec, (src, sspec), seeds=seeds,
+                          budget_s=min(REPAIR_BUDGET_S, max(0.0, deadline - time.time())), jobs=jobs,
+                          workdir=work / f"repair{k + 1}_{who}", run_limit=run_limit, failing=v, deadline=deadline)
+        rec = r.to_json()
+        fixed = None
+        if r.repaired:
+            # the repaired program as replay re-derives it: the splice re-applied to the candidate
+            rprog, rtext = reapply(parse_text(new.text, new.dialect, "<candidate>"), new.entry, new.dialect, rec)
+            if rtext == r.text:
+                rst = Stage(rprog, new.dialect, new.entry, dict(new.launch), new.steps)
+                rst.text = rtext
+                stage_texts.setdefault(rst.hash, rst.text)
+                rv, _ = test_stage(rst, f"step{k + 1}_{pname}_{who}_repaired")
+                tested[rst.hash] = rv
+                if rv.verified and _covers(rv, v):
+                    fixed = (rst, rv)
+        rec.pop("program_hash", None)
+        log.event("repair", step=k, pass_name=pname, proposer=who, in_hash=new.hash, dialect=new.dialect,
+                  out_hash=fixed[0].hash if fixed else None, accepted=fixed is not None, **rec)
+        secs = f"{r.time_s:.1f}"
+        if fixed:
+            diags.append(XPError("XP4110", pass_name=pname, sketch=r.sketch, at=r.region.get("line"),
+                                 old=r.region.get("text"), new=r.region.get("new_text"), checks=r.checks, seconds=secs))
+        else:
+            diags.append(XPError("XP4111", pass_name=pname, solver=r.solver if not r.repaired else
+                                 "the driver's re-test failed", checks=r.checks, seconds=secs))
+        return fixed
+
     def probe(plan) -> str | None:
         """Why a plan with a required step is not worth running (None: it is). The passes are
         applied without tests; only the required step's applicability is looked at."""
@@ -760,6 +806,10 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 if v is None:
                     adopted = True  # nothing changed
                     break
+                if not v.verified and repair and new.dialect == to:
+                    fixed = repair_candidate(k, pname, who, new, v)
+                    if fixed is not None:
+                        new, v = fixed
                 if v.verified:
                     step = Step(pname, pparams, who, stage.hash, new.hash)
                     new.steps = stage.steps + (step,)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .splice import program_hash, reapply
 
-__all__ = ["repair_kernel", "RepairResult", "reapply", "program_hash"]
+__all__ = ["repair_kernel", "RepairResult", "reapply", "program_hash", "covers"]
 
 
 @dataclass
