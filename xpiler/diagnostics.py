@@ -87,7 +87,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP1241", "error", "{flag} does not apply when migrating a directory: {why}", "Drop the option; a directory run takes each kernel's spec from beside it (or infers it) and resumes by itself from OUT/project-state.jsonl."),
     ("XP1242", "error", "no usable spec for {name}: {why}", "Write one beside the kernel: `xpiler spec --infer SRC > SRC.toml` proposes one; fill in its TODOs and re-run the same command (kernels already finished are not migrated again)."),
     ("XP1243", "warning", "line {line} of the project state {path} is not a record ({why}); it is ignored", "The kernels it recorded are migrated again; nothing else is lost. The file is written only by xpiler: do not edit it."),
-    ("XP1244", "error", "the output folder {path} is inside a kernel's own output folder or the source folder is inside the output folder", "Give -o a folder outside the kernels' tree, or a new folder inside it (it is skipped when the tree is searched)."),
+    ("XP1244", "error", "the folder to migrate, {src}, is the output folder {path} or inside it", "Give -o a folder outside the kernels' tree, or a new folder inside it (it is skipped when the tree is searched)."),
     # --- toolchains ----------------------------------------------------------------------------
     ("XP2001", "error", "CUDA/HIP compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),
     ("XP2002", "error", "BANG compile failed: {detail}", "The compiler's message is attached; fix the source at the given line."),

@@ -29,7 +29,8 @@ def cmd_migrate_dir(a, parse_sizes) -> int:
     for k in needs:
         print((k.get("messages") or [""])[0], file=sys.stderr)
     print(f"{c.get('verified', 0)} / {c.get('total', 0)} verified, {c.get('unresolved', 0)} unresolved, "
-          f"{c.get('bad_input', 0)} bad input, {c.get('error', 0)} error(s), {c.get('needs_spec', 0)} need a spec; "
+          f"{c.get('bad_input', 0)} bad input, {c.get('error', 0)} error(s), {c.get('needs_spec', 0)} need a spec, "
+          f"{c.get('already_target', 0)} already {a.to}; "
           f"this run: {c.get('new', 0)} migrated, {c.get('unchanged', 0)} unchanged, {c.get('resumed', 0)} resumed, "
           f"{c.get('restarted', 0)} restarted, {c.get('recovered', 0)} recovered. "
           f"Summary: {r.summary_html} ({r.summary_json})")

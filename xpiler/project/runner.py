@@ -132,7 +132,7 @@ def migrate_project(root: str | Path, to: str, outdir: str | Path = "out", *, jo
         raise XPError("XP1201", path=root, file=root)
     r_abs, o_abs = root.resolve(), outdir.resolve()
     if r_abs == o_abs or r_abs.is_relative_to(o_abs):
-        raise XPError("XP1244", path=outdir, file=outdir)
+        raise XPError("XP1244", src=root, path=outdir, file=outdir)
     kernels = discover(root, skip=[outdir])
     if not kernels:
         raise XPError("XP1240", path=root, exts=" ".join(KERNEL_EXTS), file=root)
@@ -159,9 +159,16 @@ def migrate_project(root: str | Path, to: str, outdir: str | Path = "out", *, jo
     records: dict[str, dict] = {}
     todo: list[tuple[KernelFile, dict]] = []
     counts = {"total": len(kernels), "unchanged": 0, "recovered": 0, "resumed": 0, "restarted": 0, "new": 0,
-              "needs_spec": 0}
+              "needs_spec": 0, "already_target": 0}
     for k in kernels:
         kout = outdir / k.out_rel
+        if k.dialect == to:   # nothing to migrate: listed, not run (docs/projects.md)
+            counts["already_target"] += 1
+            records[k.rel] = {"rel": k.rel, "verdict": "already target", "exit_code": None, "substrate": None,
+                              "time_s": None, "speedup": None, "report": None, "output": None, "log": None,
+                              "diagnostics": [], "messages": [f"{k.rel} is already {to}: not migrated"], "notes": [],
+                              "spec_origin": k.spec_origin, "mode": "not run"}
+            continue
         if k.problem is not None:
             counts["needs_spec"] += 1
             records[k.rel] = {"rel": k.rel, "verdict": "needs spec", "exit_code": 2, "substrate": None,
@@ -213,6 +220,7 @@ def migrate_project(root: str | Path, to: str, outdir: str | Path = "out", *, jo
     say(f"{len(kernels)} kernel file(s) under {root}: {counts['unchanged']} unchanged (not run again), "
         f"{counts['recovered']} recovered from their logs, {len(todo)} to migrate to {to}"
         + (f", {counts['needs_spec']} need a spec (listed in the summary)" if counts["needs_spec"] else "")
+        + (f", {counts['already_target']} already {to} (not migrated)" if counts["already_target"] else "")
         + (f" on {pool.label}" if pool else f", {jobs} at a time"))
 
     stop_after = int(os.environ.get(STOP_AFTER_ENV, "0") or 0)

@@ -3,9 +3,10 @@
 a link to the kernel's own ``report.html``). The page is self-contained: inline CSS, no scripts,
 no network, relative links only, so it opens from a copied or archived OUT folder.
 
-Exit code of the run (docs/projects.md): 0 when every kernel file found was verified; 3 when
-any was not (unresolved, bad input, error, or no spec); 2 is left to bad input of the whole run
-(no kernels, bad options), which is refused before anything is written.
+Exit code of the run (docs/projects.md): 0 when every kernel file found was verified (files
+already in the target dialect are listed and not migrated, and do not count); 3 when any was not
+(unresolved, bad input, error, or no spec); 2 is left to bad input of the whole run (no kernels,
+bad options), which is refused before anything is written.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .. import __version__
 SUMMARY_JSON = "summary.json"
 SUMMARY_HTML = "summary.html"
 FORMAT = 1
-VERDICTS = ("verified", "unresolved", "bad input", "needs spec", "error")
+VERDICTS = ("verified", "unresolved", "bad input", "needs spec", "error", "already target")
 
 
 def build_summary(records: list[dict], *, root, outdir, to: str, options: dict, run: int, counts: dict) -> dict:
@@ -34,7 +35,8 @@ def build_summary(records: list[dict], *, root, outdir, to: str, options: dict, 
             "messages": r.get("messages", []), "spec_origin": r.get("spec_origin"), "spec": r.get("spec"),
             "mode": r.get("mode"), "run": r.get("run"),
             "input_sha256": r.get("input_sha256"), "options_sha256": r.get("options_sha256")})
-    all_ok = bool(kernels) and by["verified"] == len(kernels)
+    # files already in the target dialect are listed, not migrated: they do not count against the run
+    all_ok = by["verified"] == len(kernels) - by["already target"]
     return {"tool": "xpiler", "version": __version__, "format": FORMAT, "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "root": str(root), "outdir": str(outdir), "to": to, "options": options, "run": run,
             "counts": {**counts, **{v.replace(" ", "_"): n for v, n in by.items()}},
@@ -48,7 +50,8 @@ def write_summary(od, summary: dict):
     return sj, sh
 
 
-_CLASS = {"verified": "ok", "unresolved": "bad", "bad input": "warn", "needs spec": "warn", "error": "err"}
+_CLASS = {"verified": "ok", "unresolved": "bad", "bad input": "warn", "needs spec": "warn", "error": "err",
+          "already target": "same"}
 
 
 def render_html(s: dict) -> str:
@@ -82,7 +85,7 @@ def render_html(s: dict) -> str:
 td,th{{border:1px solid #ccc;padding:.25em .5em;font-size:13px;vertical-align:top;text-align:left}}
 th{{background:#eceff1}} .num{{text-align:right;white-space:nowrap}} .why{{color:#555;font-size:11px;white-space:pre-wrap}}
 .badge{{display:inline-block;padding:.1em .6em;border-radius:.8em;color:#fff;font-weight:bold;white-space:nowrap}}
-.ok{{background:#2e7d32}} .bad{{background:#c62828}} .warn{{background:#ef6c00}} .err{{background:#616161}}
+.ok{{background:#2e7d32}} .bad{{background:#c62828}} .warn{{background:#ef6c00}} .err{{background:#616161}} .same{{background:#546e7a}}
 .tiles{{display:flex;gap:.8em;margin:1em 0}} .tile{{color:#fff;padding:.5em 1em;border-radius:.4em;min-width:6em;
 text-align:center}} .tile b{{font-size:1.6em}}</style></head><body>
 <h1>xpiler: {esc(s['root'])} → {esc(s['to'])}</h1>
