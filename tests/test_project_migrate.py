@@ -254,3 +254,61 @@ def test_dask_local_cluster_gives_the_same_verdicts(local_run, tmp_path):
     dask = {k["rel"]: (k["verdict"], k.get("substrate")) for k in r.records}
     assert dask == local
     assert r.exit_code == 3 and r.counts["new"] == 4
+
+
+def _drop_last_done(out: Path, rel: str) -> None:
+    lines = (out / "project-state.jsonl").read_text().splitlines(keepends=True)
+    i = max(i for i, x in enumerate(lines) if json.loads(x)["type"] == "done" and json.loads(x)["rel"] == rel)
+    (out / "project-state.jsonl").write_text("".join(lines[:i] + lines[i + 1:]))
+    m = json.loads((out / ".xpiler-output").read_text())   # as a killed run leaves it: the state being written
+    m["files"]["project-state.jsonl"] = None
+    (out / ".xpiler-output").write_text(json.dumps(m))
+
+
+def _as_killed(kdir: Path, log_lines: list[str] | None) -> None:
+    """Leave ``kdir`` as a migration killed mid-way leaves it: its log rewritten (``log_lines``)
+    and the ownership marker saying the log was being written (null hash)."""
+    if log_lines is not None:
+        (kdir / "provenance.jsonl").write_text("".join(log_lines))
+    m = json.loads((kdir / ".xpiler-output").read_text())
+    m["files"]["provenance.jsonl"] = None
+    (kdir / ".xpiler-output").write_text(json.dumps(m))
+
+
+def test_kernel_running_at_the_kill_is_recovered_resumed_or_restarted(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in ("relu.c", "relu.c.toml", "ref.py"):
+        shutil.copy(EX / "relu" / f, src / f)
+    out = tmp_path / "out"
+    args = ["migrate", str(src), "--to", "bang", "-o", str(out)]
+    assert main(args) == 0
+    kdir = out / "relu.c"
+
+    def last():
+        s = json.loads((out / "summary.json").read_text())
+        return s["kernels"][0], s["counts"]
+
+    # the migration had finished (its log is closed) but the run was killed before recording it
+    _drop_last_done(out, "relu.c")
+    n_start = sum(1 for r in _state(out) if r["type"] == "start")
+    assert main(args) == 0
+    k, c = last()
+    assert k["mode"] == "recovered" and c["recovered"] == 1 and k["verdict"] == "verified" and "XP4124" in k["notes"]
+    assert sum(1 for r in _state(out) if r["type"] == "start") == n_start       # nothing was run
+    # killed mid-way: the log is open (no end event, cut after the last pass): resumed from it
+    _drop_last_done(out, "relu.c")
+    log = (kdir / "provenance.jsonl").read_text().splitlines(keepends=True)
+    cut = max(i for i, x in enumerate(log) if json.loads(x)["type"] == "pass")
+    _as_killed(kdir, log[:cut + 1])
+    assert main(args) == 0
+    k, c = last()
+    assert k["mode"] == "resumed" and c["resumed"] == 1 and "XP4122" in k["notes"] and k["verdict"] == "verified"
+    ev = [json.loads(x) for x in (kdir / "provenance.jsonl").read_text().splitlines()]
+    assert any(e["type"] == "note" and e.get("what") == "resume" and e.get("steps_done", 0) >= 1 for e in ev)
+    # killed while the log's first line was being written: it cannot be used, restarted (and said)
+    _drop_last_done(out, "relu.c")
+    _as_killed(kdir, ['{"type": "head'])
+    assert main(args) == 0
+    k, c = last()
+    assert k["mode"] == "restarted" and c["restarted"] == 1 and "XP4123" in k["notes"] and k["verdict"] == "verified"

@@ -178,7 +178,7 @@ def migrate_project(root: str | Path, to: str, outdir: str | Path = "out", *, jo
             continue
         spec_path = k.spec
         if k.inferred_text is not None:
-            spec_path = kout / (Path(k.rel).name + ".inferred.toml")
+            spec_path = (kout / (Path(k.rel).name + ".inferred.toml")).resolve()   # absolute: Dask workers too
         try:
             in_sha = input_sha256(k.source, k.spec, k.inferred_text)
         except OSError as e:
