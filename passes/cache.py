@@ -298,8 +298,31 @@ def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_na
     return ct, T
 
 
-def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME):
+def plan_regtile(program: N.Program, entry: str, tile, thread_tile, bk, double=False, pass_name=NAME):
+    """(Contraction, BM, TM, BK) for the register-blocked form (passes/patterns/simt_regtile.py)."""
+    from .patterns import simt_regtile as RT
+    if double:
+        raise PassError(pass_name, "the register-blocked form has one buffer (no double=True)", None, "XP4001")
+    ct, _ = plan_simt(program, entry, "auto", False, pass_name)
+    BM, TM, BK = int(tile), int(thread_tile), int(bk or 8)
+    why = RT.check_shape(ct, BM, TM, BK)
+    if why:
+        raise PassError(pass_name, f"kernel '{entry}': {why}", ct.root, "XP4001")
+    need = 4 * BK * (2 * BM + 1)
+    have = U.static_bytes(program, ct.func, "shared")
+    if have + need > U.SHARED_BYTES:
+        raise PassError(pass_name, f"tile {BM}x{BK}: {have + need} bytes of shared memory, more than "
+                                   f"{U.SHARED_BYTES}", ct.root)
+    return ct, BM, TM, BK
+
+
+def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread_tile=None, bk=None):
     from .patterns import simt_tile as ST
+    if thread_tile:
+        from .patterns import simt_regtile as RT
+        ct, BM, TM, BK = plan_regtile(program, entry, tile, thread_tile, bk, double, pass_name)
+        return ST.rebuild(program, ct, RT.body(ct, program.dialect, BM, TM, BK)), RT.launch(ct, program.dialect,
+                                                                                            BM, TM)
     ct, T = plan_simt(program, entry, tile, double, pass_name)
     prog = ST.rebuild(program, ct, ST.tiled_body(ct, program.dialect, T, bool(double)))
     return prog, ST.launch(ct, program.dialect, T, T, T, T)
@@ -307,6 +330,10 @@ def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME):
 
 def check(program: N.Program, *, entry: str, **params) -> None:
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
+        if params.get("thread_tile"):
+            plan_regtile(program, entry, params.get("tile", 64), params["thread_tile"], params.get("bk"),
+                         params.get("double", False))
+            return
         plan_simt(program, entry, params.get("tile", "auto"), params.get("double", False))
         return
     _plan(program, entry, **params)
@@ -314,7 +341,8 @@ def check(program: N.Program, *, entry: str, **params) -> None:
 
 def apply(program: N.Program, *, entry: str, **params):
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
-        return apply_simt(program, entry, params.get("tile", "auto"), params.get("double", False))
+        return apply_simt(program, entry, params.get("tile", "auto"), params.get("double", False),
+                          thread_tile=params.get("thread_tile"), bk=params.get("bk"))
     kind, func, plan, size = _plan(program, entry, **params)
     if kind == "elementwise":
         nf = _stage_elementwise(program, func, plan, size)
@@ -327,9 +355,10 @@ def apply(program: N.Program, *, entry: str, **params):
 
 def candidates(program: N.Program, target: str) -> list[dict]:
     if target in ("cuda", "hip"):
+        from .patterns.simt_regtile import SHAPES
         out = []
-        for t in SIMT_TILES:
-            p = {"target": target, "tile": t}
+        for p in [{"target": target, "tile": t} for t in SIMT_TILES] + \
+                 [{"target": target, "tile": bm, "thread_tile": tm, "bk": bk} for bm, tm, bk in SHAPES]:
             try:
                 for f in program.kernels:
                     check(program, entry=f.name, **p)

@@ -85,7 +85,11 @@ def test_not_a_matmul_is_nothing_to_do():
     assert e.value.code == "XP4002"
     assert cache.candidates(p, "cuda") == []
     src, entry, p = bound("gemm", "cuda")
-    assert [c["tile"] for c in cache.candidates(p, "cuda")] == [8, 16, 32]
+    cands = cache.candidates(p, "cuda")
+    assert [c["tile"] for c in cands if "thread_tile" not in c] == [8, 16, 32]
+    # and the register-blocked shapes (passes/patterns/simt_regtile.py)
+    assert [(c["tile"], c["thread_tile"], c["bk"]) for c in cands if "thread_tile" in c] == \
+        [(64, 4, 16), (128, 8, 8), (64, 8, 8)]
 
 
 @pytest.mark.parametrize("op,dialect", [("gemm", "hip"), ("bmm", "cuda")])

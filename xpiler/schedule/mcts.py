@@ -56,8 +56,12 @@ class SearchResult:
 class MCTS:
     def __init__(self, *, expand: Callable, apply: Callable, key: Callable, evaluate: Callable | None = None,
                  evaluate_many: Callable | None = None, seed: int = 0, c: float = 1.0, widen_k: float = 1.0,
-                 widen_alpha: float = 0.5, max_depth: int = 4, patience: int = 40, on_event: Callable | None = None):
+                 widen_alpha: float = 0.5, max_depth: int = 4, patience: int = 40, on_event: Callable | None = None,
+                 prior: Callable | None = None):
         self.expand_fn, self.apply_fn, self.key = expand, apply, key
+        # prior(state) -> a latency estimate (ms) or None: untried steps are expanded best first
+        self.prior = prior
+        self.applied: dict[tuple, object] = {}      # (node, step key) -> the program the step made
         self.eval_many_fn = evaluate_many or (lambda states: [evaluate(st) for st in states])
         self.rng = random.Random(seed)
         self.c, self.widen_k, self.widen_alpha = c, widen_k, widen_alpha
@@ -83,8 +87,28 @@ class MCTS:
             else:
                 steps = sorted(self.expand_fn(self.states[h]), key=lambda s: s.key)
                 self.rng.shuffle(steps)
+                if self.prior is not None:
+                    steps = self._by_prior(h, steps)
                 self.untried[h] = steps
         return self.untried[h]
+
+    def _by_prior(self, h: str, steps: list) -> list:
+        """``steps`` ordered so that ``pop()`` takes the one whose program the prior rates fastest
+        (a step the pass refuses, or the prior cannot rate, comes last; ties keep the shuffled
+        order). The programs are kept for the walk that expands them."""
+        rated = []
+        for i, step in enumerate(steps):
+            state = self.apply_fn(self.states[h], step)
+            self.applied[(h, step.key)] = state
+            est = None
+            if state is not None:
+                try:
+                    est = self.prior(state)
+                except Exception:   # a prior is advice: a failure only loses the ordering
+                    est = None
+            rated.append((math.inf if est is None else est, -i, step))
+        rated.sort(key=lambda t: (t[0], t[1]), reverse=True)
+        return [st for _, _, st in rated]
 
     def _allowed(self, h: str) -> int:
         return max(1, math.ceil(self.widen_k * max(1, self.g.nodes[h]["visits"]) ** self.widen_alpha))
@@ -112,7 +136,8 @@ class MCTS:
             kids = list(self.g.successors(h))
             if steps and len(kids) + pend_children.get(h, 0) < self._allowed(h):
                 step = steps.pop()
-                state = self.apply_fn(self.states[h], step)
+                state = self.applied.pop((h, step.key)) if (h, step.key) in self.applied else \
+                    self.apply_fn(self.states[h], step)
                 if state is None:
                     continue                      # refused by the pass: try the next step
                 ch = self.key(state)

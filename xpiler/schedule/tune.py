@@ -90,8 +90,16 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
         # before the target dialect only binding leads on; in it, the target passes
         return legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
 
+    def prior(st):
+        # the cost model rates a candidate before it is tested: untried steps are expanded best
+        # first (the model's figure is advice for the order only; rewards are measured)
+        from xpiler.spec import parse_spec
+        from .evaluator import modelled_latency
+        job = make_job(st, "prior", MODEL, sizes)
+        return modelled_latency(st, parse_spec(job.cand_spec_toml), sizes)[0]
+
     mcts = MCTS(expand=expand, apply=apply, evaluate_many=evaluate_many, key=lambda st: st.key, seed=seed,
-                on_event=on_event)
+                on_event=on_event, prior=prior)
     left = max(0.0, budget_s - (time.monotonic() - t0))
     # the search root carries the untuned kernel's latency: every candidate is compared with it
     res = mcts.search(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,

@@ -1,0 +1,115 @@
+"""Register-blocked matmul kernels for cuda/hip: the cache pass's ``thread_tile`` form.
+
+The one-element-per-thread tiled kernel (:func:`passes.patterns.simt_tile.tiled_body`) reads
+two shared-memory values per multiply-add; on the H200 it ran gemm 1024^3 fp32 at 0.25x of
+cuBLAS. Here a block of ``(BN/TN) x (BM/TM)`` threads computes a ``BM x BN`` tile of C and each
+thread a ``TM x TN`` sub-tile held in registers: per step ``kk`` of a ``BK``-deep slice it reads
+``TM`` values of A and ``TN`` of B from shared memory and does ``TM * TN`` multiply-adds.
+
+    __shared__ float xp_As[BK * (BM+1)];  // A slice, k-major: xp_As[kk * (BM + 1) + r]
+    __shared__ float xp_Bs[BK * BN];      // B slice, row-major: xp_Bs[kk * BN + c]
+    float xp_acc[TM][TN] = 0;
+    for (k0 = 0; k0 < K; k0 += BK) {
+        cooperative, guarded loads of both slices (zero outside the matrices); __syncthreads();
+        for (kk = 0; kk < BK; ++kk) {
+            xp_a[m] = xp_As[kk * BM + ty + m * SY];      // SY = BM / TM threads along i
+            xp_b[n] = xp_Bs[kk * BN + tx + n * SX];      // SX = BN / TN threads along j
+            xp_acc[m][n] += op(xp_a[m]) * op(xp_b[n]);
+        }
+        __syncthreads();
+    }
+    C[i0 + ty + m*SY][j0 + tx + n*SX] = xp_acc[m][n]   (guarded)
+
+The rows and columns a thread owns are strided by the thread counts, so the threads of a warp
+read consecutive shared words of B (no bank conflicts), broadcast the same words of A, and write
+consecutive elements of C. Every element of C is still the sum over k in increasing order,
+starting from zero, of the same products (the zero padding adds +0): the result is the one the
+one-element kernel computes. Only float32 operands and accumulator (a half or int8 product kept
+in registers would round differently from the source's expression).
+"""
+from __future__ import annotations
+
+from . import simt_tile as ST
+
+#: (BM = BN, TM = TN, BK) offered by the cache pass's candidates
+SHAPES = ((64, 4, 16), (128, 8, 8), (64, 8, 8))
+
+
+def check_shape(ct, BM: int, TM: int, BK: int) -> str | None:
+    """Why this register tiling does not apply to ``ct`` (None: it does)."""
+    if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")) or ct.acc_dtype != "float32":
+        return "register tiles are for float32 operands and accumulator"
+    if BM <= 0 or TM <= 0 or BK <= 0 or BM % TM:
+        return f"tile {BM} is not a multiple of thread tile {TM}"
+    threads = (BM // TM) ** 2
+    if threads > 1024 or threads < 32:
+        return f"tile {BM} / thread tile {TM} gives {threads} threads per block (32 to 1024)"
+    if TM * TM > 64:
+        return f"a {TM}x{TM} thread tile holds too many accumulators"
+    return None
+
+
+def body(ct, dialect: str, BM: int, TM: int, BK: int) -> str:
+    E = ST.Emit(ct, dialect)
+    BN, TN = BM, TM
+    SY, SX = BM // TM, BN // TN
+    NT = SX * SY
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else ST.N.Const(0, "int32", "0")
+    PA = BM + 1         # the A slice is stored transposed; a padded row keeps its stores off one bank
+    L = [f"__shared__ float xp_As[{BK * PA}];", f"__shared__ float xp_Bs[{BK * BN}];",
+         "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;",
+         f"const int xp_tid = xp_ty * {SX} + xp_tx;"]
+    head = len(L)
+    L += [f"const int xp_i0 = blockIdx.y * {BM};", f"const int xp_j0 = blockIdx.x * {BN};",
+          f"float xp_acc[{TM}][{TN}];",
+          f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          f"    for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          "        xp_acc[xp_m][xp_n] = 0.0f;",
+          "    }",
+          "}",
+          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {BK}) {{",
+          f"    for (int xp_t = xp_tid; xp_t < {BM * BK}; xp_t += {NT}) {{",
+          f"        const int xp_r = xp_t / {BK};",
+          f"        const int xp_c = xp_t % {BK};",
+          f"        xp_As[xp_c * {PA} + xp_r] = (xp_i0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
+          f"{E.load('A', b, 'xp_i0 + xp_r', 'xp_k0 + xp_c')} : 0.0f;",
+          "    }",
+          f"    for (int xp_t = xp_tid; xp_t < {BK * BN}; xp_t += {NT}) {{",
+          f"        const int xp_r = xp_t / {BN};",
+          f"        const int xp_c = xp_t % {BN};",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
+          f"{E.load('B', b, 'xp_k0 + xp_r', 'xp_j0 + xp_c')} : 0.0f;",
+          "    }",
+          "    __syncthreads();",
+          f"    for (int xp_kk = 0; xp_kk < {BK}; ++xp_kk) {{",
+          f"        float xp_a[{TM}];",
+          f"        float xp_bv[{TN}];",
+          f"        for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          f"            xp_a[xp_m] = {E.op('A', f'xp_As[xp_kk * {PA} + xp_ty + xp_m * {SY}]')};",
+          "        }",
+          f"        for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          f"            xp_bv[xp_n] = {E.op('B', f'xp_Bs[xp_kk * {BN} + xp_tx + xp_n * {SX}]')};",
+          "        }",
+          f"        for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          f"            for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          "                xp_acc[xp_m][xp_n] += xp_a[xp_m] * xp_bv[xp_n];",
+          "            }",
+          "        }",
+          "    }",
+          "    __syncthreads();",
+          "}",
+          f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          f"    for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          f"        const int xp_i = xp_i0 + xp_ty + xp_m * {SY};",
+          f"        const int xp_j = xp_j0 + xp_tx + xp_n * {SX};",
+          f"        if (xp_i < {Mx} && xp_j < {Nx}) {{",
+          f"            {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = xp_acc[xp_m][xp_n];",
+          "        }",
+          "    }",
+          "}"]
+    return ST._batched(ct, E, L, head)
+
+
+def launch(ct, dialect: str, BM: int, TM: int) -> dict:
+    return ST.launch(ct, dialect, BM // TM, BM // TM, BM, BM)
