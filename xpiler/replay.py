@@ -233,7 +233,9 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                     raise XPError("XP4006", seq=ev["seq"], what=f"output of {ev['name']}", want=ev["out_hash"],
                                   got=_h(new_text))
                 derived.setdefault(ev["out_hash"], (new_prog, new_text, new_launch))
-                if ev["out_hash"] in verified_hashes:
+                if ev["out_hash"] in verified_hashes or ev.get("proposer") == "search":
+                    # the tuner's chosen steps are one chain (in/out hashes checked here); its route
+                    # through loops passes programs it never tested on their own
                     prog, cur_text, launch = new_prog, new_text, new_launch
                 res.steps += 1
             elif ev["type"] == "repair" and ev.get("accepted"):

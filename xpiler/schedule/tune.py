@@ -37,6 +37,43 @@ class TuneOutcome:
     note: str = ""
 
 
+#: a search step that is several passes applied in turn (``params["steps"]``: their JSON); it
+#: exists only inside the search: the log records its passes one by one
+SEQUENCE = "sequence"
+SIMT = ("cuda", "hip")
+
+
+def sequence_steps(step: Step) -> list:
+    return [Step.from_json(d) for d in step.params["steps"]]
+
+
+def through_loops(st, target: str, ctx) -> list:
+    """cuda <-> hip: the retarget keeps the source's thread structure, and binding's alternatives
+    from there are only retargets. The general plan's route (loop recovery, un-tiling, then
+    binding the loops afresh) reaches the forms the target passes write for loops (the cache
+    pass's register-blocked matmul, one block per row). Each binding alternative of that route is
+    one search step: the passes up to it in turn, so that every child of the root is a program in
+    the target dialect."""
+    from xpiler.passes.base import PassError
+    if st.dialect not in SIMT or target not in SIMT:
+        return []
+    prefix, cur = [], st
+    for name in ("loop_recovery", "untile"):
+        step = Step(name, {}, "search")
+        try:
+            cur = apply_step(step, cur, ctx)
+            prefix.append(step)
+        except PassError as e:
+            if e.code != "XP4002":     # nothing to do is fine; a refusal ends this route
+                return []
+        except Exception:
+            return []
+    if not prefix or cur.dialect != "c":
+        return []
+    return [Step(SEQUENCE, {"steps": [s.to_json() for s in prefix + [b]]}, "search")
+            for b in legal_steps(cur.program, cur.entry, target, ("binding",))]
+
+
 def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
          seed: int = 0, log=None, say=lambda m: None, start=None, sizes: dict | None = None,
          log_test=None, pool=None) -> TuneOutcome:
@@ -68,6 +105,10 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
     def apply(st, step):
         from xpiler.passes.base import PassError
         try:
+            if step.pass_name == SEQUENCE:
+                for sub in sequence_steps(step):
+                    st = apply_step(sub, st, ctx)
+                return st
             return apply_step(step, st, ctx)
         except PassError:
             return None
@@ -88,7 +129,10 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
 
     def expand(st):
         # before the target dialect only binding leads on; in it, the target passes
-        return legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
+        steps = legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
+        if st is root:
+            steps += through_loops(st, target, ctx)
+        return steps
 
     def prior(st):
         # the cost model rates a candidate before it is tested: untried steps are expanded best
@@ -123,7 +167,8 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
         out.tuned_ms = res.best_ms
     if chosen != stage.key:
         cur = root
-        for step in res.best_path:
+        for step in (sub for st in res.best_path for sub in
+                     (sequence_steps(st) if st.pass_name == SEQUENCE else [st])):
             nxt = apply_step(step, cur, ctx)
             done = Step(step.pass_name, step.params, "search", cur.hash, nxt.hash)
             nxt.steps = cur.steps + (done,)
