@@ -92,6 +92,13 @@ def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[bool, str]:
     return p.returncode == 0, (p.stdout or "") + (p.stderr or "")
 
 
+def per_kernel(d: dict) -> list[dict]:
+    """Per-kernel figures as a list of records with a ``kernel`` field, never a dict keyed by
+    kernel name: the provenance log redacts values under keys that look like secrets (a kernel
+    named ``mha_tokens`` would lose its figures)."""
+    return [{"kernel": k, **v} for k, v in (d or {}).items() if isinstance(v, dict)]
+
+
 def _first_error(log: str, src: Path | None = None) -> str:
     if src is not None:
         log = log.replace(str(src.resolve()), src.name)
@@ -162,7 +169,7 @@ def amdgpu_figures(text: str) -> dict:
             kernels.setdefault(cur, {})[key] = int(m.group(2))
     insns = [m.group(1) for m in re.finditer(r"^\s+([vsd][a-z0-9_]*_[a-z0-9_]+|global_\w+|buffer_\w+|flat_\w+|ds_\w+)\b",
                                               text, re.M)]
-    return {"lines": len(text.splitlines()), "instructions": len(insns), "kernels": kernels,
+    return {"lines": len(text.splitlines()), "instructions": len(insns), "kernels": per_kernel(kernels),
             "valu": sum(i.startswith("v_") for i in insns), "salu": sum(i.startswith("s_") for i in insns),
             "lds_ops": sum(i.startswith("ds_") for i in insns),
             "global_ops": sum(i.startswith(("global_", "buffer_", "flat_")) for i in insns),
@@ -227,7 +234,7 @@ def _cuda(src: Path, work: Path, timeout: float) -> list[AsmArtifact]:
     argv = ["nvcc", "-cubin", "-x", "cu", "-arch=sm_90", "-std=c++17", "--resource-usage", str(src.resolve()),
             "-o", str(cubin)]
     ok, log = _run(argv, work, timeout)
-    res = parse_ptxas(log) if ok else {}
+    res = per_kernel(parse_ptxas(log)) if ok else []
     if a.available:
         a.figures["ptxas"] = res      # ptxas's own figures for sm_90 (registers, smem, spills)
     stool = "nvcc -cubin -arch=sm_90 --resource-usage; "
@@ -329,14 +336,18 @@ def assemble(src: str | Path, dialect: str, *, timeout: float = TIMEOUT_S) -> li
                     for lab, kind, arch, _ in PLAN[dialect]]
 
 
+def _records(x) -> list[dict]:
+    return [v for v in x if isinstance(v, dict)] if isinstance(x, list) else []
+
+
 def summary(a: dict) -> str:
     """One line of figures of an artifact record (``AsmArtifact.to_json``), for reports."""
     f = a.get("figures") or {}
     if not a.get("available"):
         return "not available: " + str(a.get("why", ""))
     if a["kind"] == "ptx":
-        regs = "; ".join(f"{k}: {v.get('registers')} regs, {v.get('smem_bytes', 0)} B smem, "
-                         f"{v.get('spill_bytes', 0)} B spill" for k, v in (f.get("ptxas") or {}).items())
+        regs = "; ".join(f"{v.get('kernel')}: {v.get('registers')} regs, {v.get('smem_bytes', 0)} B smem, "
+                         f"{v.get('spill_bytes', 0)} B spill" for v in _records(f.get("ptxas")))
         return (f"{f.get('lines')} lines, {f.get('instructions')} instructions (fma {f.get('fma')}, mma {f.get('mma')}, "
                 f"ld/st.shared {f.get('ld_shared')}/{f.get('st_shared')}, bar {f.get('barriers')})"
                 + (f"; ptxas sm_90: {regs}" if regs else ""))
@@ -344,11 +355,11 @@ def summary(a: dict) -> str:
         return (f"{f.get('instructions')} instructions (FFMA {f.get('ffma')}, HMMA {f.get('hmma')}, "
                 f"LDS/STS {f.get('lds')}/{f.get('sts')}, LDG/STG {f.get('ldg')}/{f.get('stg')})")
     if a["kind"] == "amdgcn":
-        ks = "; ".join(f"{k}: {v.get('vgpr')} VGPR, {v.get('sgpr')} SGPR"
+        ks = "; ".join(f"{v.get('kernel')}: {v.get('vgpr')} VGPR, {v.get('sgpr')} SGPR"
                        + (f", {v['agpr']} AGPR" if v.get("agpr") else "")
                        + f", {v.get('lds_bytes')} B LDS, {v.get('scratch_bytes')} B scratch, wave{v.get('wave')}"
                        + (f", occupancy {v['occupancy']}" if v.get("occupancy") is not None else "")
-                       for k, v in (f.get("kernels") or {}).items())
+                       for v in _records(f.get("kernels")))
         return (f"{f.get('lines')} lines, {f.get('instructions')} instructions (VALU {f.get('valu')}, "
                 f"LDS {f.get('lds_ops')}, MFMA {f.get('mfma')}); {ks}")
     if a["kind"] == "x86":
