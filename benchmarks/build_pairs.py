@@ -88,7 +88,11 @@ def main() -> int:
                 if dst != ex.dialect:
                     jobs.append((str(ex.source), str(ex.spec), dst, str(Path(a.runs).resolve())))
     if a.shard:
+        # shards over a hash order, so each is a sample of every direction (a stride over the
+        # source-major list would keep the same target position of every source: 4 directions)
+        import hashlib
         k, n = (int(x) for x in a.shard.split("/"))
+        jobs = sorted(jobs, key=lambda j: hashlib.sha256(f"{Path(j[0]).relative_to(ROOT)}>{j[2]}".encode()).digest())
         jobs = jobs[k::n]
     print(f"{len(jobs)} migrations", flush=True)
     t0 = time.time()

@@ -151,8 +151,14 @@ def read_pair(log: str | Path, *, replay: bool = False, source_root: Path | None
     if asm_ev is not None:
         target_asm = []
         by_role = {r.get("role"): r for r in recs}
+        from .asm import per_kernel
         for a in asm_ev.get("artifacts", []):
             a = dict(a)
+            figs = dict(a.get("figures") or {})
+            for key in ("kernels", "ptxas"):   # logs written before per-kernel figures became records
+                if isinstance(figs.get(key), dict):
+                    figs[key] = per_kernel(figs[key])
+            a["figures"] = figs
             rec = by_role.get(f"asm:{a.get('label')}")
             if rec is not None:
                 p = checked(rec)
