@@ -35,7 +35,7 @@ from xpiler.diagnostics import XPError  # noqa: E402
 from xpiler.frontend import parse_text  # noqa: E402
 from xpiler.ir import nodes as N  # noqa: E402
 from xpiler.printers import print_program  # noqa: E402
-from xpiler.repair import repair_kernel  # noqa: E402
+from xpiler.repair import covers, repair_kernel  # noqa: E402
 from xpiler.repair.localize import get_at, regions, set_at  # noqa: E402
 from xpiler.sketches import affine_index as AI, reduction_init as RI  # noqa: E402
 from xpiler.sketches._base import add_const  # noqa: E402
@@ -189,10 +189,22 @@ def run(m: dict, budget: float, work: Path) -> dict:
     r = repair_kernel(m["text"], spec.dialect, spec.entry, spec, (src, sspec), budget_s=budget, failing=v,
                       workdir=d / "repair", jobs=1)
     row.update(repaired=r.repaired, solver=r.solver, sketch=r.sketch, holes=r.holes, time_s=round(r.time_s, 2),
-               checks=r.checks, region=r.region)
+               checks=r.checks, region=r.region, filter=r.filter, tried=r.tried[:40])
     if r.repaired:   # the gate, again, from here: same instances and seeds, verified
-        assert r.verdict.verified and set(v.instances) <= set(r.verdict.instances) and r.verdict.seeds == v.seeds
+        assert r.verdict.verified and covers(r.verdict, v) and r.verdict.seeds == v.seeds
+        row["gate_instances"] = len(r.verdict.instances)
     return row
+
+
+#: the sketch that undoes each planted kind
+UNDO = {"wrong coefficient": "affine_index", "off-by-one bound": "bound", "off-by-one guard": "guard",
+        "wrong stride": "stride", "swapped div/mod": "divmod", "wrong copy size": "copy",
+        "wrong reduction init": "reduction_init", "missing barrier": "barrier"}
+
+
+def _inverse(r: dict) -> bool:
+    """The repair used the sketch of the planted kind (not proof it restored the original text)."""
+    return r.get("sketch") == UNDO.get(r["kind"])
 
 
 def table(rows: list[dict]) -> str:
@@ -221,6 +233,18 @@ def table(rows: list[dict]) -> str:
     allt = [r["time_s"] for r in f if "time_s" in r]
     if allt:
         lines.append(f"\nrepair time over all failing mutants (repaired or not): median {statistics.median(allt):.1f} s")
+    if rep:
+        fl = [r.get("filter") or {} for r in rep]
+        med = lambda xs: statistics.median(xs) if xs else 0.0  # noqa: E731
+        build = [x.get("build_s", 0.0) for x in fl]
+        gate = [x.get("gate_s", 0.0) for x in fl]
+        search = [r["time_s"] - b - g for r, b, g in zip(rep, build, gate)]
+        lines.append(f"repaired ones, median parts: parametric build {med(build):.1f} s, search (filter runs, Z3) "
+                     f"{med(search):.1f} s, gate (concrete build and full test) {med(gate):.1f} s; "
+                     f"median checks {med([r['checks'] for r in rep]):.0f}")
+        inv = [r for r in rep if not _inverse(r)]
+        lines.append(f"repairs not of the planted kind's sketch: {len(inv)} of {len(rep)} "
+                     f"({', '.join(sorted({r['kind'] + ' -> ' + str(r['sketch']) for r in inv})) or '-'})")
     return "\n".join(lines)
 
 
@@ -233,8 +257,15 @@ def main() -> int:
     ap.add_argument("--kind", action="append", help="only these mutation kinds")
     ap.add_argument("--budget", type=float, default=30.0)
     ap.add_argument("--json")
+    ap.add_argument("--fresh-cache", action="store_true",
+                    help="an empty build cache (XPILER_CACHE) for this run: no build from an earlier run is reused")
     a = ap.parse_args()
     work = Path(a.work)
+    if a.fresh_cache:
+        import os
+        import tempfile
+        os.environ["XPILER_CACHE"] = tempfile.mkdtemp(prefix="xpiler-cache-", dir=work if work.is_dir() else None)
+        print(f"build cache: {os.environ['XPILER_CACHE']} (empty)", flush=True)
     outs = migrated(work)
     ms = mutants(outs, a.per_kind)
     print(f"{len(outs)} verified migrations, {len(ms)} mutants planted", flush=True)

@@ -35,11 +35,13 @@ class RepairResult:
     tried: list = field(default_factory=list)
     checks: int = 0                   # kernels tested (examples or full)
     before: object = None             # the unrepaired full-test Verdict
+    filter: dict = field(default_factory=dict)   # the fast filter: used, with ASan, runs; gate tests, seconds
 
     def to_json(self) -> dict:
         v = self.verdict
         return {"repaired": self.repaired, "region": self.region, "sketch": self.sketch, "holes": self.holes,
                 "solver": self.solver, "time_s": round(self.time_s, 3), "checks": self.checks,
+                "filter": self.filter,
                 "tried": self.tried[:40],
                 "verdict": None if v is None else {
                     "verified": v.verified, "substrate": v.substrate, "instances": list(v.instances),
@@ -162,10 +164,42 @@ def parametric(prog, group: list, dialect: str, write):
     return write(_PRELUDE + t), offs
 
 
+WAS = "was-"   # an instance the unrepaired test derived, re-run on the repaired kernel under this prefix
+
+
 def covers(after, before) -> bool:
-    """The repaired kernel's test is at least the unrepaired one: same seeds, every instance."""
+    """The repaired kernel's test is at least the unrepaired one: same seeds, every instance (a
+    boundary instance derived from the unrepaired kernel's loops counts when the repaired kernel
+    ran it too, under its own name or as ``was-<name>`` with the unrepaired sizes)."""
     return before is None or (list(after.seeds) == list(before.seeds)
-                              and set(before.instances) <= set(after.instances))
+                              and all(i in after.instances or WAS + i in after.instances for i in before.instances))
+
+
+def _with_shapes(spec, extra: list):
+    import dataclasses
+    return dataclasses.replace(spec, shapes=list(spec.shapes) + extra)
+
+
+def rerun_missing(after, before, path, spec, against, *, use_reference, seeds, jobs, timeout):
+    """When a passing gate lacks boundary instances the unrepaired test derived (a loop's step or
+    bound changed, so other boundaries are derived), those are run on the repaired kernel with
+    the unrepaired sizes (``was-<name>``); the verdict returned covers both, or fails."""
+    from xpiler.spec import Spec, load_spec
+    from xpiler.verify.tester import compare_kernels
+    miss = [d for d in (getattr(before, "derived", None) or [])
+            if d["name"] in before.instances and d["name"] not in after.instances]
+    if not miss or not after.verified:
+        return after
+    extra = [{"name": WAS + d["name"], **d["sizes"]} for d in miss]
+    sspec = against[1] if isinstance(against[1], Spec) else load_spec(against[1])
+    v2 = compare_kernels(path, _with_shapes(spec, extra), against=(against[0], _with_shapes(sspec, extra)),
+                         use_reference=use_reference, seeds=seeds, instances=[e["name"] for e in extra], jobs=jobs,
+                         timeout=timeout, stop_on_failure=True, derive_boundaries=False)
+    after.instances = list(after.instances) + [e["name"] for e in extra if e["name"] in v2.instances]
+    after.runs += v2.runs
+    after.failures += v2.failures
+    after.verified = after.verified and v2.verified
+    return after
 
 
 def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, seeds=(0, 1, 2),
@@ -181,6 +215,7 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
     from xpiler.spec import DIALECT_EXT, Spec, load_spec
     from xpiler.verify.tester import compare_kernels
 
+    from .fastcheck import ExampleOracle, FastRunner
     from .localize import localize
     from .solve import cegis, problem
     from .splice import node_text, splice
@@ -199,6 +234,7 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
     workdir.mkdir(parents=True, exist_ok=True)
     ext = DIALECT_EXT[dialect]
     counter = [0]
+    oracle = None
 
     def write(t: str) -> Path:
         counter[0] += 1
@@ -206,11 +242,19 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
         p.write_text(t)
         return p
 
-    def full(t: str):
+    def full(t: str, gate: bool = False):
         res.checks += 1
         left = end - time.time()
-        return compare_kernels(write(t), spec, against=against, use_reference=use_ref, seeds=seeds, jobs=jobs,
-                               timeout=run_limit, deadline=None if left > run_limit * 4 else time.time() + max(left, 1))
+        # a gate stops at its first failing run (a failing gate is rejected whole); a passing
+        # gate ran every instance and seed
+        path = write(t)
+        v = compare_kernels(path, spec, against=against, use_reference=use_ref, seeds=seeds, jobs=jobs,
+                            timeout=run_limit, deadline=None if left > run_limit * 4 else time.time() + max(left, 1),
+                            stop_on_failure=gate)
+        if gate and res.before is not None and v.verified and not covers(v, res.before):
+            v = rerun_missing(v, res.before, path, spec, against, use_reference=use_ref, seeds=seeds, jobs=jobs,
+                              timeout=run_limit)
+        return v
 
     try:
         try:
@@ -262,11 +306,60 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                     return False
             return True
 
-        param: dict = {}    # id(problem) -> (path of its group's parametric build, hole values as written)
+        # the fast filter (fastcheck.py): one build per group, one run per example
+        ex_limit = min(run_limit, 20.0, max(3.0, 8 * float(getattr(before, "max_run_s", 0.0) or 0.0)))
+        try:
+            oracle = ExampleOracle(spec, against, use_ref, before, ex_limit)
+        except Exception:   # e.g. the source kernel does not build on the emulator: compare_kernels
+            oracle = None
+        res_stats = {"sanitize": None}
+        # every run of the unrepaired test, its failing ones first: the filter before the gate
+        failed_pairs = [(f.instance, f.seed) for f in before.failures if f.seed >= 0]
+        all_pairs = list(dict.fromkeys(failed_pairs + [(i, s) for i in before.instances for s in seeds]))
+
+        param: dict = {}    # id(problem) -> (group, its parametric build or False)
         for g in groups(problems):
-            built = None
             for p in g:
                 param[id(p)] = (g, None)
+
+        def holes_env(g, offs, p, vals):
+            hole = [h.orig for q in g for h in q.sketch.holes]
+            if p is not None:
+                for i, h in enumerate(p.sketch.holes):
+                    hole[offs[id(p)] + i] = vals[h.name]
+            return ",".join(map(str, hole))
+
+        def fast_build(g):
+            """(path, offsets, FastRunner or None) of the group's parametric program, or False."""
+            tb = time.time()
+            b = parametric(prog, g, dialect, write)
+            res.filter["builds"] = res.filter.get("builds", 0) + 1
+            if not b:
+                return False
+            path, offs = b
+            fr = None
+            if oracle is not None:
+                try:
+                    if res_stats["sanitize"] is None:
+                        # without AddressSanitizer a bad access may go unseen: when the program
+                        # as written passes the first example so, every filter run keeps ASan
+                        fr = FastRunner(path, oracle, False)
+                        os.environ[HOLES_ENV] = ",".join(str(h.orig) for q in g for h in q.sketch.holes)
+                        try:
+                            ok = fr.check(examples[:1])
+                        finally:
+                            os.environ.pop(HOLES_ENV, None)
+                        res_stats["sanitize"] = ok is not False
+                        res.filter["fast"], res.filter["sanitize"] = True, res_stats["sanitize"]
+                        res.checks += 1
+                        if res_stats["sanitize"]:
+                            fr = FastRunner(path, oracle, True)
+                    else:
+                        fr = FastRunner(path, oracle, res_stats["sanitize"])
+                except Exception:   # the fast path does not apply (a build error): compare_kernels
+                    fr = None
+            res.filter["build_s"] = round(res.filter.get("build_s", 0.0) + time.time() - tb, 2)
+            return path, offs, fr
 
         def check_examples(p, vals):
             try:
@@ -278,17 +371,29 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                 return None, False
             g, built = param[id(p)]
             if built is None:
-                built = parametric(prog, g, dialect, write) or False
+                built = fast_build(g)
                 for q in g:
                     param[id(q)] = (g, built)
             if built:
-                ppath, offs = built
-                hole = [h.orig for q in g for h in q.sketch.holes]
-                for i, h in enumerate(p.sketch.holes):
-                    hole[offs[id(p)] + i] = vals[h.name]
-                os.environ[HOLES_ENV] = ",".join(map(str, hole))
+                ppath, offs, fr = built
+                os.environ[HOLES_ENV] = holes_env(g, offs, p, vals)
                 res.checks += 1
                 try:
+                    if fr is not None:
+                        ok = fr.check(examples)
+                        if ok is not False:
+                            # the filter before the gate: every run of the unrepaired test on the
+                            # parametric build; its first failure joins the examples
+                            for pair in all_pairs:
+                                if pair in examples:
+                                    continue
+                                r = fr.run_one(*pair)
+                                if r is False:
+                                    examples.append(pair)
+                                    ok = False
+                                    break
+                        if ok is not None:
+                            return t, bool(ok)
                     ok = run_examples(ppath)
                 finally:
                     os.environ.pop(HOLES_ENV, None)
@@ -301,7 +406,10 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
             return t, bool(ok)
 
         def check_full(t):
-            v = full(t)
+            tg = time.time()
+            v = full(t, gate=True)
+            res.filter["gate_tests"] = res.filter.get("gate_tests", 0) + 1
+            res.filter["gate_s"] = round(res.filter.get("gate_s", 0.0) + time.time() - tg, 2)
             if v.verified and covers(v, before):
                 return v, None
             cex = _smallest_failure(v, spec)
@@ -324,6 +432,8 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                           "new_text": node_text(p.sketch.instantiate(vals), dialect)}
         return res
     finally:
+        if oracle is not None:
+            oracle.close()
         res.time_s = time.time() - t0
         if tmp is not None:
             tmp.cleanup()

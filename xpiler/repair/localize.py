@@ -28,7 +28,9 @@ PRIORITY = {
     "XP2102": ["bound", "guard", "copy", "stride", "index", "divmod", "init", "block"],
     "XP2105": ["bound", "guard", "index", "copy", "stride", "divmod", "init", "block"],
     "XP3050": ["copy", "index", "bound", "guard", "stride", "divmod", "init", "block"],
-    "XP2101": ["index", "divmod", "init", "block", "bound", "guard", "stride", "copy"],
+    # wrong values: the kinds with few sites and few cheap fillings first (a reduction init, a
+    # div/mod), then indices, barriers, loops
+    "XP2101": ["init", "divmod", "index", "block", "bound", "guard", "stride", "copy"],
 }
 DEFAULT = PRIORITY["XP2101"]
 ORDER_OPS = ("<", "<=", ">", ">=")
@@ -259,6 +261,20 @@ def _slice(func: N.Func, outs: set, param_names: list) -> set:
 
     if not outs:
         return {id(s) for s, _ in stmts}
+    outs = set(outs)
+    # pointers into a wrong output are the output too (``float *c = C + i * N; c[j] = ...``)
+    grew = True
+    while grew:
+        grew = False
+        for s, _ in stmts:
+            if isinstance(s, N.Decl) and isinstance(s.type, N.Pointer) and s.init is not None \
+                    and s.name not in outs and _base_name(s.init) in outs:
+                outs.add(s.name)
+                grew = True
+            elif isinstance(s, N.Assign) and s.op == "=" and isinstance(s.target, N.Var) \
+                    and s.target.name not in outs and _base_name(s.value) in outs:
+                outs.add(s.target.name)
+                grew = True
     need: set = set(outs)
     inslice: set = set()
     changed = True
@@ -276,9 +292,33 @@ def _slice(func: N.Func, outs: set, param_names: list) -> set:
     return inslice
 
 
+_AT_LINE = re.compile(r"\bin [^\s:()]+\.(?:c|cc|cpp|cu|hip|mlu|h):(\d+)\b")
+
+
+def hot_lines(verdict) -> set:
+    """Source lines a failure names: AddressSanitizer reports the candidate's line of a bad
+    access (``... in kernel.cu:21 (fn)``), a BANG copy check its call's line."""
+    out = set()
+    for f in getattr(verdict, "failures", None) or []:
+        for m in _AT_LINE.finditer(f.message or ""):
+            out.add(int(m.group(1)))
+    return out
+
+
+def _line_of(prog, r: Region):
+    if r.line is not None:
+        return r.line
+    try:
+        loc = getattr(get_at(prog, r.stmt_path), "loc", None)
+        return loc.line if loc is not None else None
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
 def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Region]:
     """The regions of the entry function, most likely first (see the module docstring)."""
     regs = regions(prog, entry, dialect)
+    hot = hot_lines(verdict) if verdict is not None else set()
     func = prog.func(entry)
     outs = wrong_outputs(verdict) if verdict is not None else set()
     codes = [f.code for f in (getattr(verdict, "failures", None) or [])]
@@ -292,7 +332,20 @@ def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Re
             return True
         return id(st) in sl
 
-    keyed = [((0 if in_slice(r) else 1), prio.index(r.kind) if r.kind in prio else 99, i, r)
-             for i, r in enumerate(regs)]
-    keyed.sort(key=lambda t: t[:3])
-    return [t[3] for t in keyed]
+    def tier(r: Region) -> int:
+        # a region on a line a failure names (the bad access's line) first, then the slice
+        if hot and _line_of(prog, r) in hot and r.kind in ("index", "divmod", "copy", "guard", "bound", "stride"):
+            return 0
+        return 1 if in_slice(r) else 2
+
+    # within a tier the kinds take turns (the first region of each kind, in the failure kind's
+    # order, then the second of each...): the failure code is a weak hint, and a kind ranked
+    # last must not wait behind every region of the kinds before it
+    seen: dict = {}
+    keyed = []
+    for i, r in sorted(enumerate(regs), key=lambda t: (tier(t[1]), t[0])):
+        k = (tier(r), r.kind)
+        n = seen[k] = seen.get(k, -1) + 1
+        keyed.append((tier(r), n, prio.index(r.kind) if r.kind in prio else 99, i, r))
+    keyed.sort(key=lambda t: t[:4])
+    return [t[4] for t in keyed]

@@ -104,6 +104,9 @@ def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_le
                     continue
                 rec["passed_examples"] += 1
                 verdict, cex = check_full(text)
+                if verdict is not None and not verdict.verified:
+                    rec.setdefault("gate_failed", []).append(
+                        sorted({f.code for f in verdict.failures})[:3] or ["not covered"])
                 if verdict is not None and verdict.verified:
                     rec["result"] = "sat"
                     tried.append(rec)

@@ -1,0 +1,157 @@
+"""Repair search speed and the weak bug kinds (docs/repair.md, "Where the time goes"): a failure's
+AddressSanitizer line ranks the regions on it first, a pointer into a wrong output is in the
+slice, the search runs no full test per hole assignment (only the gate does), and a missing
+second barrier, a div/mod swapped inside an index and a wrong stride behind a pointer alias are
+repaired and verified."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from xpiler.frontend import parse_text
+from xpiler.spec import dialect_of, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TWO = """void two(const float* x, float* y, float* z, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * 2.0f;
+    for (int i = 0; i < n; i++)
+        z[i] = x[i + 1] + 1.0f;
+}
+"""
+
+SPLIT = """void split(const float* x, float* y, int rows, int cols)
+{
+    for (int t = 0; t < rows * cols; t++)
+        y[t] = x[t / cols * cols + t % cols] + 1.0f;
+}
+"""
+SPLIT_SPEC = """entry = "split"
+dialect = "c"
+[sizes]
+rows = 4
+cols = 9
+[[shapes]]
+name = "odd"
+rows = 3
+cols = 13
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["rows", "cols"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["rows", "cols"]
+role = "out"
+[[args]]
+name = "rows"
+dtype = "int32"
+role = "scalar"
+value = "rows"
+[[args]]
+name = "cols"
+dtype = "int32"
+role = "scalar"
+value = "cols"
+"""
+
+
+def _verdict(code, message, arg=None):
+    return SimpleNamespace(failures=[SimpleNamespace(code=code, message=message, arg=arg, seed=0, instance="base")])
+
+
+def test_an_asan_line_ranks_the_regions_on_it_first():
+    from xpiler.repair.localize import localize
+    prog = parse_text(TWO, "c", "two.c")
+    # the bad access is reported at line 6 (z[i] = x[i + 1] ...)
+    regs = localize(prog, "two", "c", _verdict("XP2105", "out-of-bounds access found by AddressSanitizer: "
+                                                          "heap-buffer-overflow read of size 4 at 0x1 in two.c:6 (two)"))
+    assert regs[0].line == 6 and regs[0].kind == "index"
+    # without a line the first loop's regions come first (source order within a kind)
+    plain = localize(prog, "two", "c", _verdict("XP2105", "out-of-bounds access"))
+    assert plain[0].line != 6
+
+
+def test_a_pointer_into_a_wrong_output_is_in_the_slice():
+    from xpiler.ir import nodes as N
+    from xpiler.ir.visit import walk
+    from xpiler.repair.localize import _slice
+    text = (ROOT / "examples/gemm/gemm.c").read_text()
+    prog = parse_text(text, "c", "gemm.c")
+    f = prog.func("gemm")
+    init = next(n for n in walk(f) if isinstance(n, N.Assign) and isinstance(n.value, N.Const))   # c[j] = 0.0f
+    assert id(init) in _slice(f, {"C"}, [p.name for p in f.params])
+    assert id(init) not in _slice(f, {"A"}, [p.name for p in f.params])
+
+
+def _repair(p: Path, bad: str, tmp_path, budget=60):
+    from xpiler.repair import repair_kernel
+    spec = load_spec(str(p) + ".toml")
+    return repair_kernel(bad, dialect_of(p), spec.entry, spec, (p, spec), workdir=tmp_path, budget_s=budget)
+
+
+def _gated(r, bad):
+    assert r.before is not None and not r.before.verified
+    assert r.repaired and r.solver == "sat", (r.solver, r.tried[:6])
+    assert r.verdict.verified and r.text != bad
+    assert list(r.verdict.seeds) == list(r.before.seeds)
+    # every instance of the unrepaired test ran on the repaired kernel (a boundary instance derived
+    # from the unrepaired loops runs as was-<name> with the unrepaired sizes)
+    assert all(i in r.verdict.instances or "was-" + i in r.verdict.instances for i in r.before.instances)
+
+
+def test_the_search_runs_no_full_test_per_assignment(tmp_path, monkeypatch):
+    import xpiler.verify.tester as T
+    calls = []
+    real = T.compare_kernels
+
+    def counting(*a, **k):
+        calls.append(k.get("instances"))
+        return real(*a, **k)
+    monkeypatch.setattr(T, "compare_kernels", counting)
+    p = ROOT / "examples/add/add.c"
+    text = p.read_text()
+    bad = text.replace("= a[i] + b[i];", "= a[i + 1] + b[i];")
+    assert bad != text
+    r = _repair(p, bad, tmp_path)
+    _gated(r, bad)
+    assert r.filter.get("fast") is True
+    # one full test of the unrepaired candidate, then only the gates: the assignments ran on the filter
+    assert len(calls) == 1 + r.filter["gate_tests"] and all(c is None for c in calls)
+    assert r.checks > r.filter["gate_tests"]
+
+
+def test_a_missing_second_barrier_is_repaired(tmp_path):
+    p = ROOT / "examples/gemm/gemm.cu"
+    text = p.read_text()
+    find = "        __syncthreads();  // the tiles are overwritten in the next iteration"
+    assert find in text
+    bad = text.replace(find, "")
+    r = _repair(p, bad, tmp_path, budget=90)
+    _gated(r, bad)
+    assert r.sketch == "barrier"
+
+
+def test_a_div_mod_swapped_inside_an_index_is_repaired(tmp_path):
+    (tmp_path / "split.c").write_text(SPLIT)
+    (tmp_path / "split.c.toml").write_text(SPLIT_SPEC)
+    bad = SPLIT.replace("t / cols * cols", "t % cols * cols")
+    r = _repair(tmp_path / "split.c", bad, tmp_path / "w")
+    _gated(r, bad)
+    assert r.sketch == "divmod" and r.holes == {"op": 0}
+
+
+def test_a_wrong_stride_behind_a_pointer_alias_is_repaired(tmp_path):
+    p = ROOT / "examples/gemm/gemm.c"
+    text = p.read_text()
+    find = "for (int j = 0; j < N; ++j)\n            c[j] = 0.0f;"
+    assert find in text
+    bad = text.replace(find, "for (int j = 0; j < N; j += 2)\n            c[j] = 0.0f;")
+    r = _repair(p, bad, tmp_path)
+    _gated(r, bad)
+    assert r.sketch in ("stride", "bound")
+
