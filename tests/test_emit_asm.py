@@ -160,3 +160,15 @@ def test_per_kernel_figures_survive_the_logs_secret_redaction():
     figs = {"kernels": asm.per_kernel({"mha_tokens": {"vgpr": 24, "sgpr": 16}})}
     assert redact(figs) == {"kernels": [{"kernel": "mha_tokens", "vgpr": 24, "sgpr": 16}]}
     assert "mha_tokens: 24 VGPR" in asm.summary({"kind": "amdgcn", "available": True, "figures": redact(figs)})
+
+
+def test_c_assembly_sees_the_harness_headers_and_libc_named_kernels(tmp_path):
+    # a kernel the substrate builds after <stdio.h> (it uses stderr without including it) ...
+    k = tmp_path / "k.c"
+    k.write_text("void k(const float *x, float *y, int n) {\n  if (n < 0) fprintf(stderr, \"bad n\\n\");\n"
+                 "  for (int i = 0; i < n; i++) y[i] = x[i] * 2.0f;\n}\n")
+    (a,) = asm.assemble(k, "c")
+    assert a.available, a.why
+    # ... and one named like a libc function (clashes with <stdlib.h>'s abs)
+    (b,) = asm.assemble(EXAMPLES.parent / "examples" / "wild" / "abs" / "abs.c", "c")
+    assert b.available, b.why
