@@ -182,8 +182,12 @@ def regions(prog: N.Program, entry: str, dialect: str) -> list[Region]:
                 expr(s.init, path + ["init"], loops, sp)
         elif isinstance(s, N.Assign):
             if isinstance(s.target, (N.Var, N.Index)) and s.op == "=" and _base_name(s.target) in updated and \
-                    isinstance(s.value, N.Const) and not isinstance(s.value.value, (str, bool)):
-                R(path + ["value"], s.value, "init", loops, sp)
+                    isinstance(s.value, (N.Const, N.UnOp)):
+                # a constant, or a negated one (``-3.4e38f`` parses as minus a constant)
+                c = _const_of(s.value) if isinstance(s.value, N.Const) else \
+                    (_const_of(s.value.operand) if s.value.op == "-" else None)
+                if c is not None:
+                    R(path + ["value"] + ([] if isinstance(s.value, N.Const) else ["operand"]), c, "init", loops, sp)
             expr(s.target, path + ["target"], loops, sp)
             expr(s.value, path + ["value"], loops, sp)
             if isinstance(s.value, N.Cond):
@@ -305,6 +309,27 @@ def hot_lines(verdict) -> set:
     return out
 
 
+def _line(n):
+    loc = getattr(n, "loc", None)
+    return loc.line if loc is not None else None
+
+
+def _admitting(func: N.Func, hot: set) -> set:
+    """Lines of the nearest condition and the nearest loop around a statement on a hot line: a
+    bad access is as often let through by its guard or its loop bound as caused by its index."""
+    out = set()
+
+    def go(s, near_if, near_for):
+        if not isinstance(s, (N.Block, N.For, N.CFor, N.If, N.While)) and _line(s) in hot:
+            out.update(x for x in (near_if, near_for) if x is not None)
+        for c in s.children():
+            if isinstance(c, N.Stmt):
+                go(c, _line(s) if isinstance(s, (N.If, N.While)) else near_if,
+                   _line(s) if isinstance(s, (N.For, N.CFor)) else near_for)
+    go(func.body, None, None)
+    return out
+
+
 def _line_of(prog, r: Region):
     if r.line is not None:
         return r.line
@@ -319,6 +344,8 @@ def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Re
     """The regions of the entry function, most likely first (see the module docstring)."""
     regs = regions(prog, entry, dialect)
     hot = hot_lines(verdict) if verdict is not None else set()
+    if hot:
+        hot |= _admitting(prog.func(entry), hot)
     func = prog.func(entry)
     outs = wrong_outputs(verdict) if verdict is not None else set()
     codes = [f.code for f in (getattr(verdict, "failures", None) or [])]
