@@ -3,8 +3,8 @@
 resumed: nothing lost, nothing done twice (counted); the same job on a Dask LocalCluster with
 2 workers gives the same verdicts; the summary page renders in headless Chromium.
 
-    python benchmarks/project_resume.py [--n 110] [--to bang] [--kill-after N] [--signal KILL|TERM]
-                                        [--no-dask] [--keep DIR] [--json OUT]
+    python benchmarks/project_resume.py [--n 104] [--to bang] [--kill-after N] [--signal KILL|TERM]
+                                        [--mid-log] [--no-dask] [--keep DIR] [--json OUT] [--png PNG]
 
 The tree: every kernel of examples/ not already in the target dialect, then every k-th such kernel
 of examples/wild/ until there are --n, each copied with its spec and its operator's ref.py into a
@@ -12,7 +12,8 @@ temporary folder.
 
 1. ``xpiler migrate TREE --to T -o OUT --jobs 2`` in its own process group; once --kill-after
    kernels are recorded as finished in OUT/project-state.jsonl, the whole group gets SIGKILL
-   (or SIGTERM): the run and the migrations it had running.
+   (or SIGTERM): the run and the migrations it had running (with --mid-log, once also a running
+   kernel has logged pass events, so that one is caught in the middle of its migration).
 2. The same command again. Counted from the state file: kernels finished before the kill,
    kernels running at the kill (and whether each was resumed from its log or restarted),
    kernels redone (finished before the kill and started again: must be 0), kernels lost (no
@@ -90,6 +91,15 @@ def state(out: Path) -> list[dict]:
     return recs
 
 
+def _open_log(kdir: Path) -> bool:
+    log = kdir / "provenance.jsonl"
+    try:
+        text = log.read_text()
+    except OSError:
+        return False
+    return '"type": "pass"' in text and '"type": "end"' not in text
+
+
 def cmd(tree: Path, out: Path, to: str, jobs: int, extra=()) -> list[str]:
     return [sys.executable, "-m", "xpiler", "migrate", str(tree), "--to", to, "-o", str(out), "--jobs", str(jobs),
             *extra]
@@ -128,6 +138,8 @@ def main() -> int:
     ap.add_argument("--kill-after", type=int, default=None, help="default: half of --n")
     ap.add_argument("--signal", choices=["KILL", "TERM"], default="KILL")
     ap.add_argument("--no-dask", action="store_true")
+    ap.add_argument("--mid-log", action="store_true",
+                    help="after --kill-after kernels finished, wait until a running kernel's log has pass events")
     ap.add_argument("--keep", help="work in this folder (kept) instead of a temporary one")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "project_resume.json"))
     ap.add_argument("--png", default=str(ROOT / "benchmarks" / "results" / "project_summary.png"))
@@ -138,17 +150,26 @@ def main() -> int:
     rels = build_tree(tree, a.n, a.to)
     kill_after = a.kill_after or len(rels) // 2
     res: dict = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "kernels": len(rels), "to": a.to, "jobs": a.jobs,
-                 "kill_after": kill_after, "signal": a.signal, "work": str(work)}
+                 "kill_after": kill_after, "signal": a.signal, "mid_log": a.mid_log, "work": str(work)}
     print(f"{len(rels)} kernels copied into {tree}; run 1 is killed (SIG{a.signal}) after {kill_after} finished")
 
     # 1. run, killed half-way
     t0 = time.time()
     p = subprocess.Popen(cmd(tree, out, a.to, a.jobs), cwd=ROOT, start_new_session=True,
                          stdout=open(work / "run1.txt", "w"), stderr=subprocess.STDOUT)
+    reached = None
     while p.poll() is None:
-        if sum(1 for r in state(out) if r.get("type") == "done") >= kill_after:
-            os.killpg(p.pid, getattr(signal, f"SIG{a.signal}"))
-            break
+        s = state(out)
+        done = {r["rel"] for r in s if r.get("type") == "done"}
+        if len(done) >= kill_after:
+            reached = reached or time.time()
+            running = {r["rel"] for r in s if r.get("type") == "start"} - done
+            # --mid-log: wait (up to 60 s) until a running kernel has written part of its log, so
+            # the kill lands in the middle of a migration (a kernel still in its source check has
+            # no log yet and is simply started again)
+            if not a.mid_log or time.time() - reached > 60 or any(_open_log(out / f) for f in running):
+                os.killpg(p.pid, getattr(signal, f"SIG{a.signal}"))
+                break
         time.sleep(0.2)
     p.wait()
     time.sleep(0.5)
