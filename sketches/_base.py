@@ -14,7 +14,8 @@ from xpiler.ir import nodes as N
 @dataclass(frozen=True)
 class Hole:
     """An integer hole: ``lo <= value <= hi``, ``orig`` the value that reproduces the region as
-    written. ``weight`` scales its cost; ``metric`` "abs" (|value - orig|) or "changed" (0/1)."""
+    written. ``weight`` scales its cost; ``metric`` "abs" (|value - orig|), "changed" (0/1) or
+    "table" (``costs[value - lo]``: a cost per value, 0 for ``orig``)."""
     name: str
     lo: int
     hi: int
@@ -22,6 +23,7 @@ class Hole:
     weight: int = 1
     metric: str = "abs"
     exclude: tuple = ()
+    costs: tuple = ()
 
 
 @dataclass

@@ -13,7 +13,7 @@ DATA = {
     "kind": "guard",
     "replaces": "one ordering comparison in a condition",
     "holes": {"op": "index into ['<', '<=', '>', '>='] (as written first)", "off": "added to the right side, -2..2"},
-    "cost": "1 if the operator changed, + |off|",
+    "cost": "1 for the other strictness of the same direction (< for <=), 3 for the opposite direction, + |off|",
 }
 OPS = ["<", "<=", ">", ">="]
 
@@ -22,7 +22,12 @@ def build(region) -> Sketch | None:
     e = region.node
     if not (isinstance(e, N.BinOp) and e.op in OPS):
         return None
-    holes = [Hole("op", 0, 3, OPS.index(e.op), metric="changed"), Hole("off", -2, 2, 0)]
+    o = OPS.index(e.op)
+    # cost of each operator: the other strictness in the same direction (< for <=) is an
+    # off-by-one (1); the opposite direction negates or reverses the guard (3: tried last, as a
+    # negated guard can route every tested size around a bug into another branch)
+    costs = tuple(0 if k == o else (1 if (k < 2) == (o < 2) else 3) for k in range(4))
+    holes = [Hole("op", 0, 3, o, metric="table", costs=costs), Hole("off", -2, 2, 0)]
 
     def inst(vals):
         rhs = addv(e.rhs, vals["off"])

@@ -203,3 +203,18 @@ def test_a_negated_constant_reduction_init_is_a_region():
     assert len(inits) == 1 and inits[0].line == 4
     sk = KINDS["reduction_init"].build(inits[0])
     assert sk is not None and len(sk.holes) == 1
+
+
+def test_a_negated_guard_costs_more_than_an_off_by_one():
+    from xpiler.repair.localize import regions
+    from xpiler.repair.solve import models, problem
+    from xpiler.sketches import KINDS
+    from xpiler.sketches.guard import OPS
+    prog = parse_text(GUARDED, "c", "g.c")
+    reg = next(r for r in regions(prog, "guarded", "c") if r.kind == "guard")
+    assert reg.node.op == "<"
+    p = problem(KINDS["guard"].build(reg), reg)
+    ops = {lv: {OPS[m["op"]] for m in models(p, lv, 50)} for lv in (1, 2, 3)}
+    assert ops[1] == {"<", "<="}          # the other strictness, or an offset of one, as written
+    assert ">" not in ops[2] and ">=" not in ops[2]
+    assert {">", ">="} <= ops[3]          # the opposite direction only at the last level

@@ -40,6 +40,11 @@ def problem(sketch, region, timeout_ms: int = 2000) -> SketchProblem:
             s.add(v != x)
         if h.metric == "abs":
             terms.append(h.weight * z3.If(v >= h.orig, v - h.orig, h.orig - v))
+        elif h.metric == "table":
+            e = z3.IntVal(h.costs[-1] * h.weight)
+            for k in range(len(h.costs) - 2, -1, -1):
+                e = z3.If(v == h.lo + k, h.costs[k] * h.weight, e)
+            terms.append(e)
         else:
             terms.append(z3.If(v == h.orig, 0, h.weight))
     for c in sketch.extra:
