@@ -131,17 +131,26 @@ def test_pipeline_step_verifies_and_replays(tmp_path):
     assert rep.ok if hasattr(rep, "ok") else rep
 
 
-def test_tuner_chooses_a_problem_sized_grid(tmp_path):
-    """With the cost model (no GPU here), the capped source launch is the slowest candidate; the
-    search evaluates the launches as separate candidates and keeps one of the regridded ones."""
+def test_tuner_chooses_a_problem_sized_grid(tmp_path, monkeypatch):
+    """With the cost model as the latency source (forced: a GPU host would time), the capped
+    source launch is the slowest candidate. The search offers the regridded retargets as their
+    own candidates (one text, several launches: distinct nodes) next to the route through loops,
+    and keeps a kernel whose grid is sized from the problem."""
+    import xpiler.schedule.tune as TU
     from xpiler.migration.driver import migrate
+    from xpiler.schedule.timing import MODEL
+    monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
     r = migrate(EX / "relu" / "relu.hip", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
-                max_evals=6, tune_sizes={"n": 1 << 24}, seed=0)
+                max_evals=8, tune_sizes={"n": 1 << 24}, seed=0)
     assert r.verified
     events = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()[1:]]
     evals = [e for e in events if e["type"] == "tune" and e["kind"] == "evaluate"]
-    regrids = [e for e in evals if e["step"]["params"].get("regrid")]
-    assert len({e["program_hash"] for e in regrids}) == len(regrids) >= 2
+    binds = [e for e in evals if e["step"]["pass"] in ("binding", "sequence")]
+    assert len({e["program_hash"] for e in binds}) == len(binds) >= 2
+    assert any(e["step"]["params"].get("regrid") for e in binds)
     res = next(e for e in events if e["type"] == "tune" and e["kind"] == "result")
-    assert res["latency_source"] == "model:analytic"
-    assert [s["params"].get("regrid") for s in res["steps"]] == [True]
+    assert res["latency_source"] == "model:analytic" and res["steps"]
+    chosen_bind = [s for s in res["steps"] if s["pass"] == "binding"][-1]["params"]
+    assert chosen_bind.get("regrid") or chosen_bind.get("mode", "bind") == "bind"
+    spec = r.output_path.with_name(r.output_path.name + ".toml").read_text()
+    assert "32" not in spec.split("[launch]")[1].split("block")[0]      # the source's cap is gone

@@ -42,6 +42,10 @@ def test_chosen_route_is_logged_pass_by_pass_and_replays(tmp_path, monkeypatch):
         t = stage.text or print_program(stage.program, stage.dialect)
         return (0.1 if "xp_acc[" in t else 2.0 if "__shared__" in t else 1.0), {"model": "test stand-in"}
     monkeypatch.setattr(EV, "modelled_latency", fake)
+    # the stand-in model decides only where the model is the latency source (not on a GPU host)
+    import xpiler.schedule.tune as TU
+    from xpiler.schedule.timing import MODEL
+    monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
     r = migrate(EX / "gemm" / "gemm.hip", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
                 max_evals=6, seed=0)
     assert r.verified
