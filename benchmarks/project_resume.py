@@ -106,19 +106,15 @@ def cmd(tree: Path, out: Path, to: str, jobs: int, extra=()) -> list[str]:
 
 
 def screenshot(html: Path, png: Path, work: Path) -> dict:
-    chrome = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    from chrome_shot import find_chrome, screenshot
+    chrome = find_chrome()
     if not chrome:
         return {"ok": None, "why": "no chromium here (apt-get install chromium)"}
     text = html.read_text()
     links = re.findall(r'href="([^"]+)"', text)
     missing = [h for h in links if not (html.parent / h).is_file()]
     offline = "http://" not in text and "https://" not in text
-    png.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={work / 'chrome'}", "--window-size=1300,2400", f"--screenshot={png}",
-                    html.as_uri()], capture_output=True, timeout=180)
-    if not png.is_file():
+    if not screenshot(chrome, html, png, work / "chrome", 2400, 180):
         return {"ok": False, "why": "no screenshot was written"}
     from PIL import Image
     im = Image.open(png).convert("RGB")

@@ -45,12 +45,17 @@ class PerfRow:
         return d
 
 
-def hardware_substrate(dialect: str) -> str | None:
-    """The hardware substrate that would time a ``dialect`` kernel here, or None (emulator only)."""
+def hardware_substrate(dialect: str, text: str | None = None) -> str | None:
+    """The hardware substrate that would time a ``dialect`` kernel here, or None (emulator only).
+    With the kernel's ``text``, a c kernel without wide SIMD intrinsics is timed natively on a CPU
+    whose c substrate emulates AVX-512 (the tuner's rule: ``schedule.timing.native_c_substrate``)."""
     from .platforms import get_platform
     from .verify.tester import gpu_substrate
     if dialect == "cuda":
         return gpu_substrate("cuda")
+    if dialect == "c" and text is not None:
+        from .schedule.timing import native_c_substrate
+        return native_c_substrate(text)
     if dialect == "c":
         sub = get_platform("c").substrate()
         return sub if sub.startswith("hw:") else None
@@ -80,7 +85,11 @@ def measure(kernel: Path, spec: Spec, *, repeats: int = 10, timeout_s: float = 1
     from .verify.inputs import make_inputs
     from .verify.oracle import load_reference, reference_args
 
-    sub = hardware_substrate(spec.dialect)
+    try:
+        text = Path(kernel).read_text()
+    except (OSError, UnicodeDecodeError):
+        text = None
+    sub = hardware_substrate(spec.dialect, text)
     if sub is None:
         return [], f"no hardware substrate for {spec.dialect} here (emulator timings are not performance)"
     if not spec.reference:
