@@ -6,9 +6,9 @@
 2. Mutants: each output is parsed and mutated in its IR at regions chosen with a fixed random
    seed: wrong coefficient, off-by-one bound, off-by-one guard, wrong stride, swapped div/mod,
    wrong copy size, wrong reduction init, missing barrier. Printed in the output's dialect.
-3. Each mutant is tested exactly as a migration tests a candidate (against the source kernel and
-   the spec's reference, seeds 0 1 2, AddressSanitizer); one that still passes is discarded and
-   counted.
+3. Each mutant is tested as a migration tests a candidate (against the source kernel and the
+   spec's reference, seeds 0 1 2, AddressSanitizer, 20 s per run), stopping at its first failing
+   run; one that still passes is discarded and counted.
 4. Each failing mutant goes to ``repair_kernel`` (budget 30 s); repaired = its full re-test
    passed on at least the unrepaired test's instances and seeds.
 
@@ -49,6 +49,8 @@ PAIRS = [(f"examples/{k}/{k}.{e}", to) for k, e, tos in [
     ("conv1d", "c", ("cuda", "hip")), ("rmsnorm", "c", ("hip",)),
     ("add", "cu", ("c",)), ("gemm", "cu", ("c",)), ("softmax", "cu", ("c",)), ("gemv", "hip", ("c",)),
     ("softmax", "mlu", ("cuda",)), ("add", "mlu", ("hip",))] for to in tos]
+
+RUN_LIMIT = 20.0   # xpiler.migration.driver.RUN_LIMIT_FLOOR_S
 
 KINDS = ["wrong coefficient", "off-by-one bound", "off-by-one guard", "wrong stride", "swapped div/mod",
          "wrong copy size", "wrong reduction init", "missing barrier"]
@@ -178,8 +180,10 @@ def run(m: dict, budget: float, work: Path) -> dict:
     path = d / f"mutant{DIALECT_EXT[spec.dialect]}"
     path.write_text(m["text"])
     t0 = time.time()
+    # the per-run limit a migration gives a candidate of a fast source (the driver's floor); the
+    # test stops at its first failing run (a mutant that hangs costs one limit, not fifteen)
     v = compare_kernels(path, spec, against=(src, sspec), use_reference=bool(spec.reference), seeds=(0, 1, 2),
-                        jobs=1, timeout=60)
+                        jobs=1, timeout=RUN_LIMIT, stop_on_failure=True)
     row = {k: m[k] for k in ("id", "kind", "dialect", "what")}
     row["test_s"] = round(time.time() - t0, 2)
     row["failing"] = not v.verified
@@ -187,7 +191,7 @@ def run(m: dict, budget: float, work: Path) -> dict:
         return row
     row["caught_by"] = v.failures[0].code if v.failures else "?"
     r = repair_kernel(m["text"], spec.dialect, spec.entry, spec, (src, sspec), budget_s=budget, failing=v,
-                      workdir=d / "repair", jobs=1)
+                      workdir=d / "repair", jobs=1, run_limit=RUN_LIMIT)
     row.update(repaired=r.repaired, solver=r.solver, sketch=r.sketch, holes=r.holes, time_s=round(r.time_s, 2),
                checks=r.checks, region=r.region, filter=r.filter, tried=r.tried[:40])
     if r.repaired:   # the gate, again, from here: same instances and seeds, verified
