@@ -60,6 +60,7 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import smt
 from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, walk
 
@@ -294,8 +295,7 @@ def _covers(trip, valid, lets: dict, macros: dict) -> bool:
         return True
     env = D.Z3Env(loopvars=set(), lets=dict(lets), macros=macros, int_params=set(), varying=set())
     t, v = D.to_z3(trip, "a", env), D.to_z3(valid, "a", env)
-    s = z3.Solver()
-    s.set("timeout", D.TIMEOUT_MS)
+    s = smt.solver(D.TIMEOUT_MS)
     s.add(*env.cons)
     s.add(v > 0, t < v)
     return s.check() == z3.unsat

@@ -31,6 +31,7 @@ from typing import Optional
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import smt
 from xpiler.ir.affine import accesses
 from xpiler.ir.visit import rewrite, substitute, walk
 
@@ -759,16 +760,14 @@ def _decide(build) -> str:
 
 
 def _solve(cons) -> str:
-    s = z3.Solver()
-    s.set("timeout", TIMEOUT_MS)
+    s = smt.solver(TIMEOUT_MS)
     s.add(*cons)
     r = s.check()
     if r == z3.unknown:
         # the default non-linear engine's answer depends on what the process asked Z3 before
         # (one query: unknown at first, unsat when repeated); eliminating the defined names
         # first answers such queries at once
-        s = z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
-        s.set("timeout", TIMEOUT_MS)
+        s = smt.solver(TIMEOUT_MS, z3.Then("simplify", "propagate-values", "solve-eqs", "smt"))
         s.add(*cons)
         r = s.check()
     return "unsat" if r == z3.unsat else ("sat" if r == z3.sat else "unknown")

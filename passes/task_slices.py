@@ -56,6 +56,7 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import smt
 from xpiler.ir.visit import outside_loops, substitute, walk
 
 from . import dependence as D
@@ -240,8 +241,7 @@ class _Collapse:
         k = z3.Int("chunk_k")
         v = D.to_z3(lane.hi, "a", env)
         want = z3.If(hi - off < C, hi - off, z3.IntVal(C))
-        s = z3.Solver()
-        s.set("timeout", D.TIMEOUT_MS)
+        s = smt.solver(D.TIMEOUT_MS)
         s.add(*env.cons)
         s.add(k >= 0, off == lo + C * k, off >= lo, off < hi, v != want)
         return s.check() == z3.unsat
@@ -348,8 +348,7 @@ class _Collapse:
             cover.append(z3.If(z3.And(s <= i, i < e), 1, 0))
         env.lets.pop(self.tv, None)
         lo, hi = D.to_z3(L, "a", env), D.to_z3(H, "a", env)
-        sol = z3.Solver()
-        sol.set("timeout", 4 * D.TIMEOUT_MS)
+        sol = smt.solver(4 * D.TIMEOUT_MS)
         sol.add(*env.cons)
         sol.add(z3.Sum(cover) != z3.If(z3.And(lo <= i, i < hi), 1, 0))
         return sol.check() == z3.unsat

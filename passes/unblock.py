@@ -34,6 +34,7 @@ import itertools
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import smt
 from xpiler.ir.visit import substitute, walk
 
 from xpiler.printers import printer_for
@@ -187,8 +188,7 @@ class _Unblock:
 
     def _sat(self, hyps):
         names = {n for n in map(str, _z3_vars(z3.And(*hyps)))}
-        s = z3.Solver()
-        s.set("timeout", 5000)
+        s = smt.solver(5000)
         s.add(*hyps, *self._let_hyps(names))
         return s.check() != z3.unsat
 

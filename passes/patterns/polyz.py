@@ -9,6 +9,7 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import smt
 
 from . import common as U
 
@@ -146,8 +147,7 @@ class Z:
 
 
 def _valid(hyps, goal) -> bool:
-    s = z3.Solver()
-    s.set("timeout", 5000)
+    s = smt.solver(5000)
     s.add(*hyps)
     s.add(z3.Not(goal))
     return s.check() == z3.unsat

@@ -20,6 +20,7 @@ from typing import Optional
 import z3
 
 from . import nodes as N
+from . import smt
 from .affine import Affine, Context, accesses, to_affine
 from .visit import walk
 
@@ -119,8 +120,7 @@ def _pair(loop, a, b, ctx, loopvars, assume):
         return Dependence(a.buffer, "unknown", a.stmt, b.stmt, "non-affine or mismatched index")
     cache: dict = {}
     cons = list(assume)
-    s = z3.Solver()
-    s.set("timeout", 2000)
+    s = smt.solver(2000)
     va = _bounds(loop, "a", loopvars, cache, ctx, cons)
     vb = _bounds(loop, "b", loopvars, cache, ctx, cons)
     for l in a.loops:
@@ -160,8 +160,7 @@ def _pair_ranges(loop, a, b, ctx, loopvars, assume):
     oa, ob = _z3(a.indices[0], "a", loopvars, cache), _z3(b.indices[0], "b", loopvars, cache)
     xa, xb = _z3(ea, "a", loopvars, cache), _z3(eb, "b", loopvars, cache)
     cons += [va < vb, oa < ob + xb, ob < oa + xa]
-    s = z3.Solver()
-    s.set("timeout", 2000)
+    s = smt.solver(2000)
     s.add(*cons)
     r = s.check()
     if r == z3.unsat:
@@ -280,8 +279,7 @@ def check_interchange(outer: N.For, inner: N.For, ctx=None, assume=()) -> Option
                 cons += [oa < ob, ia > ib]
                 for x, y in zip(a.indices, b.indices):
                     cons.append(_z3(x, "a", loopvars, cache) == _z3(y, "b", loopvars, cache))
-                s = z3.Solver()
-                s.set("timeout", 2000)
+                s = smt.solver(2000)
                 s.add(*cons)
                 if s.check() != z3.unsat:
                     line = getattr(getattr(a.stmt, "loc", None), "line", "?")

@@ -1,0 +1,34 @@
+"""One place that sets how long a Z3 query may run, for every analysis (dependence, decache,
+task slices, unblock, the polynomial proofs).
+
+A query gets a *resource* budget (Z3's ``rlimit``: a count of solver steps), not only a
+wall-clock timeout. With a wall-clock timeout alone, the same query on the same program could be
+proved on an idle machine and come back "unknown" (a refusal) on a loaded one, so a migration's
+result depended on the machine's load (bmm.mlu -> cuda took another plan on a shared 2-core host
+than on the 16-core GPU machine, 2026-12-03). A resource budget gives the same answer
+everywhere. The wall-clock timeout stays as a safety net, :data:`WALL_FACTOR` times longer, so it
+only ends a query on a machine far slower than the one the budget was measured on.
+
+:data:`RLIMIT_PER_MS`: Z3 resource units per millisecond of budget. Measured on the 2-core
+development host (2026-12-03, one non-linear query): 4.4–6 million units per second of CPU; 8000
+per ms gives each query about the CPU time its old timeout gave on an idle machine, or more.
+"""
+from __future__ import annotations
+
+import z3
+
+RLIMIT_PER_MS = 8000
+WALL_FACTOR = 10
+
+
+def limit(solver, budget_ms: int):
+    """Set ``solver``'s resource budget for ``budget_ms`` milliseconds (and the safety timeout);
+    returns the solver."""
+    solver.set("rlimit", int(budget_ms * RLIMIT_PER_MS))
+    solver.set("timeout", int(budget_ms * WALL_FACTOR))
+    return solver
+
+
+def solver(budget_ms: int, tactic=None):
+    """A fresh solver (``tactic``: a ``z3.Then(...)`` pipeline, else the default) with the budget."""
+    return limit(tactic.solver() if tactic is not None else z3.Solver(), budget_ms)
