@@ -203,6 +203,12 @@ def test_a_negated_constant_reduction_init_is_a_region():
     assert len(inits) == 1 and inits[0].line == 4
     sk = KINDS["reduction_init"].build(inits[0])
     assert sk is not None and len(sk.holes) == 1
+    # the same as a declaration: ``float m = -3.4e38f;``
+    decl = NEGINIT.replace("float* acc, ", "").replace("acc[r] = -3.402823466e+38f;", "float m = -3.402823466e+38f;") \
+        .replace("acc[r] = fmaxf(acc[r],", "m = fmaxf(m,").replace("y[r] = acc[r];", "y[r] = m;")
+    prog = parse_text(decl, "c", "d.c")
+    inits = [r for r in regions(prog, "rowmax", "c") if r.kind == "init"]
+    assert len(inits) == 1 and inits[0].line == 4
 
 
 def test_a_negated_guard_costs_more_than_an_off_by_one():

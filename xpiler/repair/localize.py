@@ -176,7 +176,8 @@ def regions(prog: N.Program, entry: str, dialect: str) -> list[Region]:
         elif isinstance(s, N.Decl):
             if s.init is not None:
                 if s.name in updated and isinstance(s.init, (N.Const, N.UnOp)) and isinstance(s.type, N.Scalar):
-                    c = _const_of(s.init)
+                    c = _const_of(s.init) if isinstance(s.init, N.Const) else \
+                        (_const_of(s.init.operand) if s.init.op == "-" else None)
                     if c is not None:
                         R(path + ["init"] + ([] if isinstance(s.init, N.Const) else ["operand"]), c, "init", loops, sp)
                 expr(s.init, path + ["init"], loops, sp)
