@@ -224,3 +224,20 @@ def test_a_negated_guard_costs_more_than_an_off_by_one():
     assert ops[1] == {"<", "<="}          # the other strictness, or an offset of one, as written
     assert ">" not in ops[2] and ">=" not in ops[2]
     assert {">", ">="} <= ops[3]          # the opposite direction only at the last level
+
+
+def test_a_hang_ranks_loop_conditions_first_and_the_filter_waits_less_for_it():
+    from xpiler.repair.fastcheck import ExampleOracle
+    from xpiler.repair.localize import localize
+    prog = parse_text(GUARDED, "c", "g.c")
+    regs = localize(prog, "guarded", "c", _verdict("XP2103", "kernel run timed out after 20 s"))
+    assert regs[0].kind == "guard"
+    # a filter run's limit follows the source kernel's runs, not the per-run limit of the test
+    o = ExampleOracle.__new__(ExampleOracle)
+    o.timeout, o.src = 20.0, object()
+    o.src_s = 0.01
+    assert o.limit() == 3.0
+    o.src_s = 0.5
+    assert o.limit() == 10.0
+    o.src_s = 5.0
+    assert o.limit() == 20.0

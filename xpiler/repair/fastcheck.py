@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from xpiler.spec import Spec, load_spec
@@ -44,6 +45,15 @@ class ExampleOracle:
             except Exception:
                 pass
         self.cache: dict = {}
+        self.src_s = 0.0      # the source kernel's slowest run here
+
+    def limit(self) -> float:
+        """A filter run's limit: a candidate that hangs must not cost the full per-run limit on
+        every assignment. 20 times the source's slowest run (at least 3 s), at most ``timeout``;
+        too short a limit can only reject a candidate, never accept one."""
+        if self.src is None or self.src_s <= 0:
+            return self.timeout
+        return min(self.timeout, max(3.0, 20 * self.src_s))
 
     def expected(self, name: str, seed: int):
         """(inputs, [expected outputs per oracle]) or None when this example cannot be prepared."""
@@ -64,7 +74,9 @@ class ExampleOracle:
                     si = self.src_inst.get(name)
                     if si is None:
                         raise KeyError(name)
+                    t0 = time.time()
                     got, _ = self.src.run(si, {k: v.copy() for k, v in arrays.items()}, f"src-{seed}", seed)
+                    self.src_s = max(self.src_s, time.time() - t0)
                     if got is None:
                         raise RuntimeError("source run failed")
                     exps.append(kernel_outputs_as_expected(self.sspec, got))
@@ -95,7 +107,7 @@ class FastRunner:
             return None
         inst, arrays, exps = ex
         got, _ = self.runner.run(inst, {k: v.copy() for k, v in arrays.items()}, f"ex-{name}-{seed}", seed,
-                                 timeout=self.oracle.timeout)
+                                 timeout=self.oracle.limit())
         if got is None:
             return False
         for exp in exps:

@@ -28,6 +28,8 @@ PRIORITY = {
     "XP2102": ["bound", "guard", "copy", "stride", "index", "divmod", "init", "block"],
     "XP2105": ["bound", "guard", "index", "copy", "stride", "divmod", "init", "block"],
     "XP3050": ["copy", "index", "bound", "guard", "stride", "divmod", "init", "block"],
+    # a hang: a loop that does not end (its condition, bound or step) first
+    "XP2103": ["guard", "stride", "bound", "divmod", "index", "init", "block", "copy"],
     # wrong values: the kinds with few sites and few cheap fillings first (a reduction init, a
     # div/mod), then indices, barriers, loops
     "XP2101": ["init", "divmod", "index", "block", "bound", "guard", "stride", "copy"],
