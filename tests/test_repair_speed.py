@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 from xpiler.frontend import parse_text
 from xpiler.spec import dialect_of, load_spec
+from test_repair import ROWCOPY_SPEC  # noqa: E402  (the spec text shared with the slower repair tests)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,36 +29,7 @@ SPLIT = """void split(const float* x, float* y, int rows, int cols)
         y[t] = x[t / cols * cols + t % cols] + 1.0f;
 }
 """
-SPLIT_SPEC = """entry = "split"
-dialect = "c"
-[sizes]
-rows = 4
-cols = 9
-[[shapes]]
-name = "odd"
-rows = 3
-cols = 13
-[[args]]
-name = "x"
-dtype = "float32"
-shape = ["rows", "cols"]
-role = "in"
-[[args]]
-name = "y"
-dtype = "float32"
-shape = ["rows", "cols"]
-role = "out"
-[[args]]
-name = "rows"
-dtype = "int32"
-role = "scalar"
-value = "rows"
-[[args]]
-name = "cols"
-dtype = "int32"
-role = "scalar"
-value = "cols"
-"""
+SPLIT_SPEC = ROWCOPY_SPEC.replace('entry = "rowcopy"', 'entry = "split"')   # the same sizes and arguments
 
 
 def _verdict(code, message, arg=None):
