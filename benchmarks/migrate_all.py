@@ -114,6 +114,9 @@ def main() -> int:
     ap.add_argument("--keep", help="copy every verified output folder here")
     ap.add_argument("--shard", help="K/N: only every N-th migration starting at the K-th (0-based), so a "
                     "corpus can be split over several time-limited calls or taken as a sample")
+    ap.add_argument("--shard-order", choices=["hash", "stride"], default="hash",
+                    help="hash (default): a shard samples every direction; stride: the order before "
+                         "2026-12-03's fourth session (source-major), to re-run recorded commands")
     a = ap.parse_args()
     jobs = []
     exs = [ex for suite in (a.suite or ["examples"]) for ex in discover(ROOT / suite, a.src, a.op)]
@@ -127,8 +130,14 @@ def main() -> int:
                 jobs.append((str(ex.source), str(ex.spec), dst, a.keep))
     if a.shard:
         k, n = (int(x) for x in a.shard.split("/"))
+        if a.shard_order == "hash":
+            # a stride over the source-major list keeps one target position of every source when
+            # N is a multiple of 3 (three targets per source): a hash order samples every direction
+            import hashlib
+            jobs = sorted(jobs, key=lambda j: hashlib.sha256(
+                f"{Path(j[0]).resolve().relative_to(ROOT)}>{j[2]}".encode()).digest())
         jobs = jobs[k::n]
-        print(f"shard {k}/{n}: {len(jobs)} migrations", flush=True)
+        print(f"shard {k}/{n} ({a.shard_order} order): {len(jobs)} migrations", flush=True)
     rows = []
     t_all = time.time()
     from concurrent.futures import as_completed
