@@ -100,14 +100,20 @@ def test_the_search_runs_no_full_test_per_assignment(tmp_path, monkeypatch):
     assert r.checks > r.filter["gate_tests"]
 
 
-def test_a_missing_second_barrier_is_repaired(tmp_path):
-    p = ROOT / "examples/gemm/gemm.cu"
+def _planted(p, find, replace, tmp_path, **kw):
+    """Plant ``find`` -> ``replace`` in example ``p`` and repair it; the gated result."""
     text = p.read_text()
-    find = "        __syncthreads();  // the tiles are overwritten in the next iteration"
     assert find in text
-    bad = text.replace(find, "")
-    r = _repair(p, bad, tmp_path, budget=90)
+    bad = text.replace(find, replace)
+    r = _repair(p, bad, tmp_path, **kw)
     _gated(r, bad)
+    return r
+
+
+def test_a_missing_second_barrier_is_repaired(tmp_path):
+    r = _planted(ROOT / "examples/gemm/gemm.cu",
+                 "        __syncthreads();  // the tiles are overwritten in the next iteration", "", tmp_path,
+                 budget=90)
     assert r.sketch == "barrier"
 
 
@@ -121,13 +127,8 @@ def test_a_div_mod_swapped_inside_an_index_is_repaired(tmp_path):
 
 
 def test_a_wrong_stride_behind_a_pointer_alias_is_repaired(tmp_path):
-    p = ROOT / "examples/gemm/gemm.c"
-    text = p.read_text()
-    find = "for (int j = 0; j < N; ++j)\n            c[j] = 0.0f;"
-    assert find in text
-    bad = text.replace(find, "for (int j = 0; j < N; j += 2)\n            c[j] = 0.0f;")
-    r = _repair(p, bad, tmp_path)
-    _gated(r, bad)
+    r = _planted(ROOT / "examples/gemm/gemm.c", "for (int j = 0; j < N; ++j)\n            c[j] = 0.0f;",
+                 "for (int j = 0; j < N; j += 2)\n            c[j] = 0.0f;", tmp_path)
     assert r.sketch in ("stride", "bound")
 
 
