@@ -79,23 +79,50 @@ def _touches(node, name) -> bool:
     return any(isinstance(n, N.Var) and n.name == name for n in walk(node))
 
 
-def check(program, *, entry: str, array: str | None = None, **_):
-    """Returns (function, the array's Decl, the loop L, the index expression)."""
+def _scope_of(fn, decls, loop, array):
+    """The declaration of ``array`` whose block holds the loop named ``loop`` (when the name is
+    declared more than once, e.g. once per lane group of a detensorized kernel), and that block."""
+    from .dependence import find_loop
+    lp = find_loop(fn, loop)
+    if lp is None:
+        raise PassError(NAME, f"no loop '{loop}' in '{fn.name}'", fn)
+    for d in decls:
+        blk = next((b for b in walk(fn.body) if isinstance(b, N.Block) and any(s is d for s in b.stmts)), None)
+        if blk is not None and any(x is lp for x in walk(blk)):
+            inner = [x for x in walk(blk) if isinstance(x, N.Decl) and x.name == array and x is not d]
+            if inner:
+                raise PassError(NAME, f"'{array}' is declared again inside the scope of its declaration", inner[0])
+            return d, blk
+    raise PassError(NAME, f"no declaration of '{array}' encloses loop '{loop}'", lp)
+
+
+def check(program, *, entry: str, array: str | None = None, loop=None, **_):
+    """Returns (function, the array's Decl, the loop L, the index expression). ``loop`` (a loop
+    reference, only needed when ``array`` is declared more than once): the declaration whose
+    block holds that loop is the one contracted; only the uses in that block are its uses."""
     if array is None:
         raise PassError(NAME, "no array given (parameter 'array')", None, "XP4002")
     fn = _fn(program, entry)
     decls = [n for n in walk(fn.body) if isinstance(n, N.Decl) and n.name == array]
     if not decls:
         raise PassError(NAME, f"no local array '{array}' in '{entry}'", fn)
+    scope = None
+    if len(decls) > 1 and loop is None:
+        raise PassError(NAME, f"'{array}' is declared {len(decls)} times in '{entry}' (name one by loop=)", decls[1])
     if len(decls) > 1:
-        raise PassError(NAME, f"'{array}' is declared {len(decls)} times in '{entry}'", decls[1])
-    d = decls[0]
+        d, scope = _scope_of(fn, decls, loop, array)
+    else:
+        d = decls[0]
     if not isinstance(d.type, N.Array) or d.scope != "local":
         raise PassError(NAME, f"'{array}' is not a local array", d)
     if len(d.type.dims) != 1 or d.init is not None:
         raise PassError(NAME, f"'{array}' is multi-dimensional or initialized; only 1-D temporaries contract", d)
     uses = _paths(fn.body, lambda n: isinstance(n, N.Var) and n.name == array)
     idx = _paths(fn.body, lambda n: isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name == array)
+    if scope is not None:       # the other declarations' uses are not this array's
+        mine = {id(x) for x in walk(scope)}
+        uses = [u for u in uses if id(u[1]) in mine]
+        idx = [u for u in idx if id(u[1]) in mine]
     if not idx:
         raise PassError(NAME, f"'{array}' is never used", d, "XP4002")
     if len(idx) != len(uses):
@@ -181,9 +208,21 @@ def candidates(program, target: str) -> list[dict]:
             continue
         for n in walk(fn.body):
             if isinstance(n, N.Decl) and isinstance(n.type, N.Array) and n.scope == "local":
+                same = sum(1 for x in walk(fn.body) if isinstance(x, N.Decl) and x.name == n.name)
                 try:
-                    check(program, entry=fn.name, array=n.name)
+                    if same == 1:
+                        check(program, entry=fn.name, array=n.name)
+                        out.append({"entry": fn.name, "array": n.name})
+                        continue
+                    # declared more than once: name this declaration by a loop in its block
+                    blk = next(b for b in walk(fn.body) if isinstance(b, N.Block) and any(s is n for s in b.stmts))
+                    lp = next((x for x in walk(blk) if isinstance(x, N.For)), None)
+                    if lp is None:
+                        continue
+                    from .dependence import loop_ref
+                    ref = loop_ref(fn, lp)
+                    check(program, entry=fn.name, array=n.name, loop=ref)
+                    out.append({"entry": fn.name, "array": n.name, "loop": ref})
                 except PassError:
                     continue
-                out.append({"entry": fn.name, "array": n.name})
     return out

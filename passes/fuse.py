@@ -5,6 +5,9 @@ the same block (comments between them are kept in front of the fused loop).  The
 body's loop variable is renamed to the first's.  When the first body declares a name the
 second body also uses, each body stays in its own braces so no declaration is shadowed.
 
+Declarations without initializer between the two loops (a lane array declared just before the
+loop that fills it) move in front of the fused loop too, unless the first loop names them.
+
 Before::
 
     for (int c = 0; c < cols; ++c)
@@ -25,6 +28,11 @@ dependence: no iteration x of the second body may touch an element that a later 
 x' > x of the first body touches, at least one access a write (Z3, ``passes/dependence.py``);
 no scalar computed by one loop and used by the other.  Refusals are XP4001 naming the loop
 and its line.
+
+``mode="collapse"`` (``fuse(program, entry=..., mode="collapse", loop="v")``) joins a loop with the
+constant-trip lane loop nested directly inside it into one flat loop over ``v*L + l``; its rules
+and proof are in ``passes/collapse.py``. ``candidates()`` lists plain fusions only; the tuner
+offers collapse on the route of ``xpiler/schedule/routes_lanes.py``.
 """
 from __future__ import annotations
 
@@ -38,13 +46,22 @@ from .split import _func, _loop
 NAME = "fuse"
 
 
-def apply(program: N.Program, *, entry: str, loop=None, **_) -> N.Program:
-    func, first, second = check(program, entry=entry, loop=loop)
+def apply(program: N.Program, *, entry: str, loop=None, mode: str = "fuse", **_) -> N.Program:
+    if mode == "collapse":     # a loop and the lane loop inside it -> one flat loop (passes/collapse.py)
+        from . import collapse
+        func = _func(program, entry)
+        return collapse.collapse(program, func, _loop(func, loop))
+    func, first, second = check(program, entry=entry, loop=loop, mode=mode)
     return fuse(program, func, first, second)
 
 
-def check(program: N.Program, *, entry: str, loop=None, **_):
+def check(program: N.Program, *, entry: str, loop=None, mode: str = "fuse", **_):
+    if mode not in ("fuse", "collapse"):
+        raise PassError(NAME, f"unknown mode '{mode}' (fuse | collapse)", None)
     func = _func(program, entry)
+    if mode == "collapse":
+        from . import collapse
+        return collapse.check(program, func, _loop(func, loop))
     first = _loop(func, loop)
     second = next_loop(func, first)
     check_fuse(program, func, first, second)
@@ -56,9 +73,19 @@ def next_loop(func: N.Func, first: N.For) -> N.For:
     stmts = list(blk.stmts) if blk is not None else []
     k = next(i for i, s in enumerate(stmts) if s is first) if blk is not None else -1
     rest = D.strip_comments(stmts[k + 1:]) if k >= 0 else []
+    # declarations without initializer between the loops (a lane array declared before the loop
+    # that fills it) have no effect where they stand: they move in front of the fused loop,
+    # unless the first loop names them (it would then see the moved declaration)
+    used1 = {n.name for n in walk(first) if isinstance(n, N.Var)} | {first.var}
+    while rest and _movable_decl(rest[0]) and rest[0].name not in used1:
+        rest = rest[1:]
     if not rest or not isinstance(rest[0], N.For):
         raise PassError(NAME, f"loop '{first.var}' is not followed by another loop in the same block", first)
     return rest[0]
+
+
+def _movable_decl(s) -> bool:
+    return isinstance(s, N.Decl) and s.init is None and not s.ctor and s.scope == "local" and not s.storage
 
 
 def check_fuse(program, func: N.Func, first: N.For, second: N.For) -> None:
@@ -97,7 +124,7 @@ def fuse(program: N.Program, func: N.Func, first: N.For, second: N.For) -> N.Pro
     stmts = list(blk.stmts)
     k1 = next(i for i, s in enumerate(stmts) if s is first)
     k2 = next(i for i, s in enumerate(stmts) if s is second)
-    between = stmts[k1 + 1:k2]          # comments only: they move in front of the fused loop
+    between = stmts[k1 + 1:k2]          # comments and declarations: they move in front of the fused loop
     out = stmts[:k1] + between + [fused] + stmts[k2 + 1:]
     new_blk = blk.with_(stmts=tuple(out))
     new_func = D.replace_node(func, blk, new_blk)

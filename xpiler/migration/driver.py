@@ -370,7 +370,7 @@ def _check_tune_sizes(spec: Spec, sizes: dict) -> None:
 
 def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, make_job, log_test, pool, ctx, deadline: float,
                 max_evals: int | None, seed: int, log, say, steps: list, k_base: int, diags: list,
-                sizes: dict | None = None) -> Stage:
+                sizes: dict | None = None, origin: Stage | None = None) -> Stage:
     """``--tune``: MCTS from the program binding started from (its block/grid/task parameters
     are searched too), else from the verified kernel (xpiler/schedule/tune.py). The chosen steps
     are logged as pass events (proposer ``search``) after a ``search from`` note naming the
@@ -383,7 +383,8 @@ def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, make_job, log_t
         return stage
     say("tuning the verified kernel")
     out = tune(stage, target=to, make_job=make_job, log_test=log_test, pool=pool, ctx=ctx, budget_s=left,
-               max_evals=max_evals or DEFAULT_MAX_EVALS, seed=seed, log=log, say=say, start=bind_input, sizes=sizes)
+               max_evals=max_evals or DEFAULT_MAX_EVALS, seed=seed, log=log, say=say, start=bind_input, sizes=sizes,
+               origin=origin)
     if out.steps:
         log.event("note", what="search from", program_hash=out.steps[0].in_hash)
     for i, st in enumerate(out.steps):
@@ -870,7 +871,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         # candidates are evaluated --jobs at a time (each test's runs then one at a time), or on a cluster
         pool = dask_pool or LocalPool(jobs)
         verified_stage = _tune_stage(verified_stage, bind_input, to, make_job, log_test, pool, step_ctx, deadline,
-                                     max_evals, seed, log, say, steps, k_base, diags, tune_sizes)
+                                     max_evals, seed, log, say, steps, k_base, diags, tune_sizes,
+                                     origin=source_stage)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,

@@ -12,6 +12,10 @@ The model walks the entry function once with the sizes of the spec's largest ins
   registers (other local arrays: free). An access whose index does not change with the innermost
   loop around it is counted once per iteration of the loops outside that one (it stays in a
   register or the L1 across the inner loop);
+- a global access inside a loop bound to the x threads whose index moves by ``s > 1`` elements
+  between adjacent threads is uncoalesced: it moves ``min(s * elem, SECTOR)`` bytes per element
+  (each thread's element in its own sector); a bound loop with fewer iterations than the launch
+  has threads (a tail run ``once``) runs in that fraction of them;
 - each arithmetic operator and math call counts one operation;
 - the parallelism is the product of the trip counts of bound loops (threads/blocks, tasks) and of
   loops under an OpenMP ``parallel for``; a machine is saturated at ``saturate`` parallel
@@ -41,6 +45,9 @@ from xpiler.ir.visit import walk
 
 UNKNOWN_TRIP = 16
 MAX_ILP = 8
+#: bytes of one DRAM sector: a warp's access whose adjacent threads are further apart than one
+#: element moves up to this much per element (cuda/hip kernels of bound loops)
+SECTOR = 32
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,8 @@ class _Model:
         self.threads = 1
         self.reg_elems: dict[str, int] = {}   # register array -> its element count (constant dims)
         self.ilp = 1
+        self.xvars: list = []     # variables of the loops bound to the x threads, outermost first
+        self.defs: dict = {}      # scalar -> its initializer (for the thread stride of an index)
 
     def _bytes(self, t) -> int:
         from xpiler.dtypes import itemsize
@@ -152,8 +161,11 @@ class _Model:
             n = _trip(s, self.env)
             if s.binding is not None and self.threads > 1:
                 # a bound loop of a launched kernel: its iterations are spread over the launch,
-                # whose threads/tasks the walk already counts; each runs its share
-                n = max(1.0, -(-n // self._extent(s.binding)))
+                # whose threads/tasks the walk already counts; each runs its share (a loop with
+                # fewer iterations than the launch has threads, e.g. a tail run ``once``, runs in
+                # that fraction of them)
+                ext = self._extent(s.binding)
+                n = n / ext if n < ext else float(-(-n // ext))
             elif s.binding is not None or any("parallel" in p for p in s.pragmas):
                 self.par *= max(1.0, n)
             self.expr(s.lo, count, inner)
@@ -162,7 +174,12 @@ class _Model:
             lo, saved = _ival(s.lo, self.env), self.env.get(s.var)
             if lo is not None:
                 self.env[s.var] = lo
+            xbound = s.binding in ("global.x", "threadIdx.x") and self.threads > 1
+            if xbound:
+                self.xvars.append(s.var)
             self.stmt(s.body, count * n, inner + [s.var])
+            if xbound:
+                self.xvars.pop()
             if lo is not None:
                 if saved is None:
                     self.env.pop(s.var, None)
@@ -188,6 +205,7 @@ class _Model:
                         t = t.elem
                     self.reg_elems[s.name] = n
             elif isinstance(s.type, N.Scalar) and s.init is not None:
+                self.defs.setdefault(s.name, s.init)
                 v = _ival(s.init, self.env)
                 if v is not None:
                     self.env.setdefault(s.name, v)
@@ -222,6 +240,9 @@ class _Model:
             nbytes = self.elem.get(name, 4) * c
             level = "global" if name in self.global_ptrs else self.levels.get(name, "global")
             if level == "global":
+                stride = self._thread_stride(e.index)
+                if stride > 1:       # uncoalesced: each thread's element in its own sector
+                    nbytes *= min(stride * self.elem.get(name, 4), SECTOR) / self.elem.get(name, 4)
                 self.g += nbytes
             elif level == "onchip":
                 self.o += nbytes
@@ -232,6 +253,23 @@ class _Model:
             self.g += 4 * count
         else:
             self.expr(e, count, inner)
+
+    def _thread_stride(self, index) -> int:
+        """Elements between the addresses of adjacent threads (the innermost loop bound to the x
+        threads, ``global.x``/``threadIdx.x``, one step apart) for this index; 0 when unknown.
+        Scalars declared from the loop variable (``int i = v * 16``) are substituted first."""
+        if not self.xvars:
+            return 0
+        from xpiler.ir.visit import substitute
+        var, e = self.xvars[-1], index
+        for _ in range(4):
+            names = {n.name for n in walk(e) if isinstance(n, N.Var)} & (set(self.defs) - {var})
+            if not names:
+                break
+            e = substitute(e, {k: self.defs[k] for k in names})
+        env = {k: v for k, v in self.env.items() if k not in self.defs}
+        a, b = _ival(e, {**env, var: 0}), _ival(e, {**env, var: 1})
+        return abs(int(b - a)) if isinstance(a, int) and isinstance(b, int) else 0
 
     def _extent(self, binding: str) -> float:
         """How many threads/tasks a loop bound to ``binding`` is spread over."""

@@ -131,7 +131,8 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
         # before the target dialect only binding leads on; in it, the target passes
         steps = legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
         if st is root:
-            steps += through_loops(st, target, ctx)
+            from .routes_lanes import lane_routes   # c lane loops -> a flat loop, then binding
+            steps += through_loops(st, target, ctx) + lane_routes(st, target, ctx)
         return steps
 
     def prior(st):

@@ -1,0 +1,144 @@
+"""The tuner's route for lane loops (c -> cuda / hip): fuse, contract, collapse, then bind.
+
+A detensorized AVX-512 kernel (and C written the same way) walks its data in vectors: each
+iteration of a loop ``v`` handles ``L`` contiguous elements through lane loops ``l < L`` and a
+lane array ``xv[L]``. Bound as it stands, each GPU thread owns ``L`` contiguous elements: adjacent
+threads are ``L`` elements apart (uncoalesced), each keeps a per-thread array, and the launch has
+``L`` times fewer threads than elements. The flat form (one element per thread of a grid-stride
+loop) is reached by real passes, each checked by its own legality check and logged as its own
+``pass`` event:
+
+1. ``fuse(loop=l1)``: adjacent lane loops with the same bounds become one (Z3 dependence check);
+2. ``contraction(array=xv[, loop=...])``: the lane array becomes a scalar of each lane;
+3. ``fuse(mode="collapse", loop=v)``: ``v`` and its lane loop become one loop over ``v*L + l``
+   (``passes/collapse.py``: bijection by exact rules, no carried dependence by Z3);
+4. ``binding``: each of its alternatives for the flattened program (block size x grid cap; the
+   grid is sized from the flat trip count, i.e. from the problem).
+
+The search root of a c source going to cuda or hip is the loop program binding started from
+(``start`` in ``tune()``), so the route is offered there, before binding; steps 1-3 stay in c.
+Each binding alternative is one ``sequence`` step of the search (as ``through_loops`` is for
+cuda <-> hip), so every child of the root is a program in the target dialect; the log records
+the passes one by one and ``xpiler replay`` re-derives the kernel from them.
+"""
+from __future__ import annotations
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+
+from .step import Step, apply_step
+
+SIMT = ("cuda", "hip")
+#: a lane loop runs 0 .. L by 1 with a constant L up to this (AVX-512: 16 floats, 64 int8)
+MAX_LANES = 64
+#: at most this many fusions / contractions / collapses in one route (a bound on the walk)
+MAX_STEPS = 32
+
+
+def _const(e):
+    return e.value if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) else None
+
+
+def is_lane_loop(lp) -> bool:
+    """A loop over the lanes of one vector: ``for (l = 0; l < L; ++l)``, ``L`` constant, unbound."""
+    hi = _const(lp.hi)
+    return (isinstance(lp, N.For) and lp.binding is None and lp.cmp == "<" and _const(lp.lo) == 0
+            and _const(lp.step) == 1 and hi is not None and 0 < hi <= MAX_LANES)
+
+
+def _lane_array(fn, name: str) -> bool:
+    return any(isinstance(d, N.Decl) and d.name == name and isinstance(d.type, N.Array) and len(d.type.dims) == 1
+               and 0 < (_const(d.type.dims[0]) or 0) <= MAX_LANES for d in walk(fn.body))
+
+
+def _next(cur, ctx, pass_name: str, pick):
+    """Apply the first candidate of ``pass_name`` that ``pick`` accepts and the pass applies;
+    ``(step, stage)`` or None."""
+    from xpiler.passes import collapse as C
+    from xpiler.passes.base import PassError, get
+    fn = cur.program.func(cur.entry)
+    if pass_name == "collapse":
+        cands = [c for c in C.candidates(cur.program) if c["entry"] == cur.entry]
+        name = "fuse"
+    else:
+        try:
+            cands = [c for c in get(pass_name).candidates(cur.program, "c") if c.get("entry", cur.entry) == cur.entry]
+        except Exception:
+            return None
+        name = pass_name
+    for params in cands:
+        if not pick(fn, params):
+            continue
+        step = Step(name, dict(params), "search")
+        try:
+            return step, apply_step(step, cur, ctx)
+        except PassError:
+            continue
+        except Exception:      # a pass bug on a candidate drops that candidate, never the route
+            continue
+    return None
+
+
+def flatten_lanes(st, ctx) -> tuple[list, object] | None:
+    """The c-form steps of the route (fusions, contractions, collapses) from the loop program
+    ``st`` and the program they make; None when no loop collapses (the route would gain
+    nothing)."""
+    from xpiler.passes import dependence as D
+    steps, cur = [], st
+
+    def lane_fuse(fn, p):
+        first = D.find_loop(fn, p["loop"])
+        return first is not None and is_lane_loop(first)
+
+    def lane_contract(fn, p):
+        return _lane_array(fn, p["array"])
+
+    collapsed = False
+    for pass_name, pick in (("fuse", lane_fuse), ("contraction", lane_contract), ("collapse", lambda fn, p: True)):
+        for _ in range(MAX_STEPS):
+            got = _next(cur, ctx, pass_name, pick)
+            if got is None:
+                break
+            steps.append(got[0])
+            cur = got[1]
+            collapsed |= pass_name == "collapse"
+    return (steps, cur) if collapsed else None
+
+
+def lane_routes(st, target: str, ctx) -> list:
+    """Search steps for the root ``st`` of a c program going to cuda or hip: for each binding
+    alternative of the flattened program, one ``sequence`` step (the route's passes, then that
+    binding). Empty when the root is not such a program or nothing collapses."""
+    from xpiler.passes import binding as B
+    from xpiler.passes.base import PassError
+    from .space import legal_steps
+    from .tune import SEQUENCE
+    if st.dialect != "c" or target not in SIMT:
+        return []
+    try:
+        got = flatten_lanes(st, ctx)
+    except Exception:
+        return []
+    if got is None:
+        return []
+    prefix, cur = got
+    binds = legal_steps(cur.program, cur.entry, target, ("binding",))
+    # the plan's own binding (loop chosen by binding, other top-level statements run once) for
+    # each block size x grid cap, when it applies: a kernel with a masked tail has no other
+    for b in B.BLOCK_SIZES:
+        for cap in B.GRID_CAPS:
+            params = {"target": target, "block": b, "grid_cap": cap}
+            try:
+                B.check(cur.program, entry=cur.entry, **params)
+            except PassError:
+                break
+            except Exception:
+                break
+            binds.append(Step("binding", params, "search"))
+    seen, out = set(), []
+    for b in binds:
+        if b.key in seen:
+            continue
+        seen.add(b.key)
+        out.append(Step(SEQUENCE, {"steps": [s.to_json() for s in prefix + [b]]}, "search"))
+    return out
