@@ -141,6 +141,7 @@ class _Model:
         self.threads = 1
         self.reg_elems: dict[str, int] = {}   # register array -> its element count (constant dims)
         self.ilp = 1
+        self.saturate = 1         # parallel iterations that fill the machine (set by estimate)
         self.xvars: list = []     # variables of the loops bound to the x threads, outermost first
         self.defs: dict = {}      # scalar -> its initializer (for the thread stride of an index)
 
@@ -166,6 +167,12 @@ class _Model:
                 # that fraction of them)
                 ext = self._extent(s.binding)
                 n = n / ext if n < ext else float(-(-n // ext))
+                if 0 < n < 1:
+                    # ... and only that fraction of the machine is busy: its work is weighted by
+                    # how much longer it takes there than on the whole launch (``estimate``
+                    # divides all work by the whole launch's share of the machine)
+                    full, part = min(1.0, self.threads / self.saturate), min(1.0, self.threads * n / self.saturate)
+                    n *= full / part
             elif s.binding is not None or any("parallel" in p for p in s.pragmas):
                 self.par *= max(1.0, n)
             self.expr(s.lo, count, inner)
@@ -366,6 +373,7 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
         m.elem[p.name] = m._bytes(p.type)
     # the trip count of each loop variable, for the "same element across the innermost loop" rule
     m.threads = max(1, threads)
+    m.saturate = MACHINES.get(dialect, MACHINES["c"]).saturate
     m._last_trip = {lp.var: _trip(lp, m.env) for lp in walk(fn.body) if isinstance(lp, N.For)}
     m.stmt(fn.body, float(max(1, threads)), [])
     m.par *= max(1, threads)

@@ -57,10 +57,13 @@ class MCTS:
     def __init__(self, *, expand: Callable, apply: Callable, key: Callable, evaluate: Callable | None = None,
                  evaluate_many: Callable | None = None, seed: int = 0, c: float = 1.0, widen_k: float = 1.0,
                  widen_alpha: float = 0.5, max_depth: int = 4, patience: int = 40, on_event: Callable | None = None,
-                 prior: Callable | None = None):
+                 prior: Callable | None = None, route: Callable | None = None):
         self.expand_fn, self.apply_fn, self.key = expand, apply, key
         # prior(state) -> a latency estimate (ms) or None: untried steps are expanded best first
         self.prior = prior
+        # route(step) -> a label: steps of different routes are taken in turn (each route's best
+        # rated first), so that a route the prior rates poorly is still measured early
+        self.route = route
         self.applied: dict[tuple, object] = {}      # (node, step key) -> the program the step made
         self.eval_many_fn = evaluate_many or (lambda states: [evaluate(st) for st in states])
         self.rng = random.Random(seed)
@@ -107,8 +110,18 @@ class MCTS:
                 except Exception:   # a prior is advice: a failure only loses the ordering
                     est = None
             rated.append((math.inf if est is None else est, -i, step))
-        rated.sort(key=lambda t: (t[0], t[1]), reverse=True)
-        return [st for _, _, st in rated]
+        rated.sort(key=lambda t: (t[0], t[1]))
+        order = [st for _, _, st in rated]          # best first
+        if self.route is not None:
+            # the prior compares programs of one route; across routes (a BANG kernel re-launched
+            # with more tasks reads as another program to the model) the best of each is tried in
+            # turn, the routes in the order of their best step
+            groups: dict = {}
+            for st in order:
+                groups.setdefault(self.route(st), []).append(st)
+            order = [g[i] for i in range(max(map(len, groups.values()), default=0))
+                     for g in groups.values() if i < len(g)]
+        return order[::-1]                          # pop() takes from the end
 
     def _allowed(self, h: str) -> int:
         return max(1, math.ceil(self.widen_k * max(1, self.g.nodes[h]["visits"]) ** self.widen_alpha))

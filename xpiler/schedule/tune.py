@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from .evaluator import Evaluation, Evaluator
 from .mcts import MCTS, SearchResult
+from .routes_tasks import recovery_start, retask_steps, task_route
 from .space import TUNING_PASSES, legal_steps
 from .step import Step, StepContext, apply_step
 from .timing import MODEL, source_for
@@ -76,7 +77,7 @@ def through_loops(st, target: str, ctx) -> list:
 
 def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
          seed: int = 0, log=None, say=lambda m: None, start=None, sizes: dict | None = None,
-         log_test=None, pool=None) -> TuneOutcome:
+         log_test=None, pool=None, origin=None) -> TuneOutcome:
     """Search for a faster kernel than the verified, untuned ``stage``. ``make_job(stage, tag,
     source, sizes) -> CandidateJob`` packs a program with what its test needs
     (xpiler/schedule/jobs.py); ``log_test(stage, tag, verdict)`` records each test; ``pool`` runs
@@ -84,7 +85,9 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
     has workers. ``start``: the program the plan's binding step started from (not yet in the target
     dialect); the search then starts there, so that binding's parameters (loop, block size, grid
     cap; tasks on bang) are searched with the target passes' steps. The untuned kernel's latency is
-    the baseline either way."""
+    the baseline either way. ``origin``: the migration's source stage; from a BANG source the
+    search starts where loop recovery did, so that the task count is searched too
+    (routes_tasks.py)."""
     from .pool import LocalPool
     source = source_for(stage.dialect, stage.text)
     pool = pool or LocalPool(1)
@@ -94,6 +97,9 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
     root_eval = ev.evaluate(stage, "tune_root")
     emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
     root = start if start is not None and start.dialect != target else stage
+    bang_root = recovery_start(origin, root, ctx) if root is start else None
+    if bang_root is not None:
+        root, tail = bang_root
     emit(kind="start", program_hash=stage.hash, search_root=root.key, latency_source=source,
          root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed, pool=pool.label,
          **({"sizes": sizes} if sizes else {}))
@@ -130,6 +136,8 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
     def expand(st):
         # before the target dialect only binding leads on; in it, the target passes
         steps = legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
+        if st is root and bang_root is not None:
+            return retask_steps(root, tail, start, target, ctx)
         if st is root:
             from .routes_lanes import lane_routes   # c lane loops -> a flat loop, then binding
             steps += through_loops(st, target, ctx) + lane_routes(st, target, ctx)
@@ -144,7 +152,7 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
         return modelled_latency(st, parse_spec(job.cand_spec_toml), sizes)[0]
 
     mcts = MCTS(expand=expand, apply=apply, evaluate_many=evaluate_many, key=lambda st: st.key, seed=seed,
-                on_event=on_event, prior=prior)
+                on_event=on_event, prior=prior, route=task_route)
     left = max(0.0, budget_s - (time.monotonic() - t0))
     # the search root carries the untuned kernel's latency: every candidate is compared with it
     res = mcts.search(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,

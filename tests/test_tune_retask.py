@@ -1,0 +1,121 @@
+"""The task count of a BANG source as a search parameter (xpiler/schedule/routes_tasks.py): the
+search root of a bang -> cuda tuning is the program loop recovery started from; its children
+re-run loop recovery with more tasks, then bind. Routes are taken in turn by the search
+(xpiler/schedule/mcts.py: ``route``), and a chosen re-launch is logged and replayed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xpiler.frontend import parse_file, parse_text
+from xpiler.migration.stage import Stage
+from xpiler.printers import print_program
+from xpiler.schedule.routes_tasks import _source_tasks, recovery_start, retask_steps, task_route
+from xpiler.schedule.step import Step, StepContext, apply_step
+from xpiler.schedule.tune import SEQUENCE, sequence_steps
+
+EX = Path(__file__).resolve().parents[1] / "examples"
+LAUNCH = {"dim": [8, 1, 1], "func_type": "block"}
+
+
+def _stages(prog):
+    src = Stage(prog, "bang", "rmsnorm", dict(LAUNCH))
+    src.text = print_program(prog, "bang")
+    ctx = StepContext(dict(LAUNCH), [])
+    cur = src
+    for s in (Step("detensorize", {"target": "cuda"}), Step("loop_recovery", {})):
+        nxt = apply_step(s, cur, ctx)
+        nxt.steps = cur.steps + (Step(s.pass_name, s.params, "symbolic", cur.hash, nxt.hash),)
+        cur = nxt
+    return src, cur, ctx
+
+
+def test_source_task_count_and_cluster():
+    assert _source_tasks({"dim": [8, 1, 1], "func_type": "block"}) == (8, 1)
+    assert _source_tasks({"dim": ["4", 1, 1], "func_type": "union1"}) == (4, 4)
+    assert _source_tasks({"dim": ["n / 4", 1, 1], "func_type": "block"}) is None   # already sized by the problem
+    assert _source_tasks({"dim": [4, 2, 1], "func_type": "block"}) is None
+    assert _source_tasks({}) is None
+
+
+def test_root_children_relaunch_with_more_tasks_then_bind():
+    src, start, ctx = _stages(parse_file(EX / "rmsnorm" / "rmsnorm.mlu", "bang"))
+    root, tail = recovery_start(src, start, ctx)
+    assert root.dialect == "bang" and [s.pass_name for s in tail] == ["loop_recovery"]
+    steps = retask_steps(root, tail, start, "cuda", ctx, counts=(4, 64))
+    assert steps and all(s.pass_name == SEQUENCE for s in steps)
+    routes = {task_route(s) for s in steps}
+    assert routes == {"", "tasks=64"}, routes          # 4 is not above the source's 8 tasks
+    plain = [s for s in steps if task_route(s) == ""]
+    assert all([x.pass_name for x in sequence_steps(s)] == ["loop_recovery", "binding"] for s in plain)
+    more = next(s for s in steps if task_route(s) == "tasks=64")
+    cur = root
+    for sub in sequence_steps(more):
+        cur = apply_step(sub, cur, ctx)
+    assert cur.dialect == "cuda" and "(rows + 64 - 1) / 64" in cur.text
+    # the plain children are what binding offered from the loop form
+    cur = root
+    for sub in sequence_steps(plain[0]):
+        cur = apply_step(sub, cur, ctx)
+    assert "(rows + 8 - 1) / 8" in cur.text
+
+
+def test_no_relaunch_for_a_kernel_that_ignores_its_task_count():
+    text = (EX / "rmsnorm" / "rmsnorm.mlu").read_text()
+    # every task does all the rows: the result does not depend on the count, the work grows with it
+    text = text.replace("int share = (rows + taskDim - 1) / taskDim;", "int share = rows;")
+    text = text.replace("for (int r0 = taskId * block_rows; r0 < rows; r0 += taskDim * block_rows)",
+                        "for (int r0 = 0; r0 < rows; r0 += block_rows)")
+    text = text.replace("// block b goes to task b % taskDim", "")
+    assert "taskDim" not in text.split("__mlu_global__", 1)[1].split("void rmsnorm_host", 1)[0]
+    src, start, ctx = _stages(parse_text(text, "bang", "rmsnorm_all.mlu"))
+    root, tail = recovery_start(src, start, ctx)
+    steps = retask_steps(root, tail, start, "cuda", ctx, counts=(64,))
+    assert steps and {task_route(s) for s in steps} == {""}
+
+
+def test_routes_are_taken_in_turn():
+    """The prior rates route b's programs slowest; the expansion order still alternates."""
+    from xpiler.schedule.mcts import MCTS
+    steps = [Step(SEQUENCE, {"steps": [{"pass": "loop_recovery", "params": {"launch": {"dim": [t, 1, 1]}} if t else {}}],
+                             "i": i}) for t in (0, 64) for i in range(3)]
+    m = MCTS(expand=lambda st: steps, apply=lambda st, step: step, key=lambda st: str(st), seed=0,
+             prior=lambda st: 100.0 if task_route(st) else 1.0 + st.params["i"], route=task_route)
+    m.states = {"r": "root"}
+    order = m._by_prior("r", list(steps))[::-1]         # pop() order
+    assert [task_route(s) for s in order] == ["", "tasks=64"] * 3
+    assert [s.params["i"] for s in order if not task_route(s)] == [0, 1, 2]
+    plain = MCTS(expand=lambda st: steps, apply=lambda st, step: step, key=lambda st: str(st), seed=0,
+                 prior=lambda st: 100.0 if task_route(st) else 1.0 + st.params["i"])
+    plain.states = {"r": "root"}
+    assert [task_route(s) for s in plain._by_prior("r", list(steps))[::-1]] == [""] * 3 + ["tasks=64"] * 3
+
+
+def test_chosen_relaunch_is_logged_and_replays(tmp_path, monkeypatch):
+    """A stand-in model rates the 64-task program fastest: the search takes it; the log holds loop
+    recovery with the new launch, and replay re-derives the output from the log."""
+    import xpiler.schedule.evaluator as EV
+    import xpiler.schedule.tune as TU
+    import xpiler.schedule.routes_tasks as RT
+    from xpiler.migration.driver import migrate
+    from xpiler.replay import replay
+    from xpiler.schedule.timing import MODEL
+
+    def fake(stage, spec, sizes=None):
+        t = stage.text or print_program(stage.program, stage.dialect)
+        return (0.1 if "+ 64 - 1) / 64" in t else 1.0), {"model": "test stand-in"}
+    monkeypatch.setattr(EV, "modelled_latency", fake)
+    monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
+    monkeypatch.setattr(RT, "TASK_COUNTS", (64,))
+    monkeypatch.setattr(TU, "retask_steps", lambda *a, **k: RT.retask_steps(*a, **k, counts=(64,)))
+    r = migrate(EX / "rmsnorm" / "rmsnorm.mlu", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
+                max_evals=3, seed=0)
+    assert r.verified
+    assert "(rows + 64 - 1) / 64" in r.output_path.read_text()
+    events = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()[1:]]
+    searched = [e for e in events if e["type"] == "pass" and e.get("proposer") == "search"]
+    assert searched[0]["name"] == "loop_recovery" and searched[0]["params"]["launch"]["dim"] == [64, 1, 1]
+    start = next(e for e in events if e["type"] == "note" and e.get("what") == "search from")
+    assert start["program_hash"] == searched[0]["in_hash"]
+    rep = replay(tmp_path / "out" / "provenance.jsonl")
+    assert rep.ok if hasattr(rep, "ok") else rep
