@@ -684,7 +684,24 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 rst = Stage(rprog, new.dialect, new.entry, dict(new.launch), new.steps)
                 rst.text = rtext
                 stage_texts.setdefault(rst.hash, rst.text)
-                rv, _ = test_stage(rst, f"step{k + 1}_{pname}_{who}_repaired")
+                tag = f"step{k + 1}_{pname}_{who}_repaired"
+                rv, rpath = test_stage(rst, tag)
+                if rv.verified and not _covers(rv, v):
+                    # the unrepaired test's derived instances this test did not run (other
+                    # boundaries derived from the repaired loops): run as was-<name> with the
+                    # unrepaired sizes, so the repaired kernel is tested on at least the same set
+                    from ..repair import rerun_missing
+                    from ..spec import load_spec
+                    n0 = len(rv.instances)
+                    rerun_missing(rv, v, rpath, load_spec(rpath.with_name(rpath.name + ".toml")), (src, sspec),
+                                  use_reference=bool(sspec.reference), seeds=seeds, jobs=jobs, timeout=run_limit,
+                                  deadline=deadline)
+                    # the combined test (the one above plus the was- runs)
+                    log.event("test", stage=tag + "_was", program_hash=rst.hash, dialect=rst.dialect,
+                              substrate=rv.substrate, instances=rv.instances, was=rv.instances[n0:],
+                              seeds=list(rv.seeds), verified=rv.verified, max_abs_error=rv.max_abs_error,
+                              max_rel_error=rv.max_rel_error, runs=rv.runs, time_limit_s=run_limit,
+                              failures=[f.to_json() for f in rv.failures[:5]], derived=rv.derived)
                 tested[rst.hash] = rv
                 if rv.verified and _covers(rv, v):
                     fixed = (rst, rv)

@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .splice import program_hash, reapply
 
-__all__ = ["repair_kernel", "RepairResult", "reapply", "program_hash", "covers"]
+__all__ = ["repair_kernel", "RepairResult", "reapply", "program_hash", "covers", "missing", "rerun_missing",
+           "run_set"]
 
 
 @dataclass
@@ -167,12 +169,48 @@ def parametric(prog, group: list, dialect: str, write):
 WAS = "was-"   # an instance the unrepaired test derived, re-run on the repaired kernel under this prefix
 
 
+def _key(sizes: dict) -> tuple:
+    return tuple(sorted((str(k), int(v)) for k, v in (sizes or {}).items()))
+
+
+def missing(after, before) -> tuple[list, list]:
+    """What the repaired kernel's test ``after`` lacks of the unrepaired test ``before``:
+    (derived instances of ``before`` — dicts with name and sizes — whose sizes ``after`` did not
+    run, names of spec instances ``after`` did not run). A derived boundary instance is matched
+    by its SIZES, not its name: boundary names are numbered per test (``boundary-1`` of the
+    repaired kernel may be other sizes than ``boundary-1`` of the unrepaired one)."""
+    if before is None:
+        return [], []
+    bder = {d["name"]: d for d in (getattr(before, "derived", None) or []) if "sizes" in d}
+    ader = {d["name"]: d for d in (getattr(after, "derived", None) or []) if "sizes" in d}
+    ran = set(after.instances)
+    have = {_key(d["sizes"]) for n, d in ader.items() if n in ran}
+    miss_d, miss_s = [], []
+    for i in before.instances:
+        if i in bder:
+            if _key(bder[i]["sizes"]) not in have:
+                miss_d.append(bder[i])
+        elif i not in ran or i in ader:   # a spec instance: the same spec, so the same name
+            miss_s.append(i)
+    return miss_d, miss_s
+
+
 def covers(after, before) -> bool:
-    """The repaired kernel's test is at least the unrepaired one: same seeds, every instance (a
-    boundary instance derived from the unrepaired kernel's loops counts when the repaired kernel
-    ran it too, under its own name or as ``was-<name>`` with the unrepaired sizes)."""
-    return before is None or (list(after.seeds) == list(before.seeds)
-                              and all(i in after.instances or WAS + i in after.instances for i in before.instances))
+    """The repaired kernel's test is at least the unrepaired one: the same seeds, every spec
+    instance, and every derived boundary instance's sizes (run under any name: the repaired
+    kernel's own derivation, or ``was-<name>`` with the unrepaired sizes)."""
+    if before is None:
+        return True
+    md, ms = missing(after, before)
+    return list(after.seeds) == list(before.seeds) and not md and not ms
+
+
+def run_set(verdict) -> list:
+    """The test set a verdict ran, comparable across candidates: spec instance names and, for
+    derived instances, ``sizes:k=v,...`` (their names are numbered per test)."""
+    der = {d["name"]: d for d in (getattr(verdict, "derived", None) or []) if "sizes" in d}
+    return sorted(("sizes:" + ",".join(f"{k}={v}" for k, v in _key(der[i]["sizes"]))) if i in der else i
+                  for i in verdict.instances)
 
 
 def _with_shapes(spec, extra: list):
@@ -180,25 +218,34 @@ def _with_shapes(spec, extra: list):
     return dataclasses.replace(spec, shapes=list(spec.shapes) + extra)
 
 
-def rerun_missing(after, before, path, spec, against, *, use_reference, seeds, jobs, timeout):
-    """When a passing gate lacks boundary instances the unrepaired test derived (a loop's step or
-    bound changed, so other boundaries are derived), those are run on the repaired kernel with
-    the unrepaired sizes (``was-<name>``); the verdict returned covers both, or fails."""
+def rerun_missing(after, before, path, spec, against, *, use_reference, seeds, jobs, timeout, deadline=None):
+    """When a passing test of the repaired kernel lacks boundary instances the unrepaired test
+    derived (a loop's step or bound changed, so other boundaries are derived, or the same name
+    now means other sizes), those are run on the repaired kernel with the unrepaired sizes as
+    ``was-<name>``; ``after`` is updated in place to cover both (or to fail) and returned.
+    Used by the repair's own gate and by the driver's re-test of a repaired candidate."""
     from xpiler.spec import Spec, load_spec
     from xpiler.verify.tester import compare_kernels
-    miss = [d for d in (getattr(before, "derived", None) or [])
-            if d["name"] in before.instances and d["name"] not in after.instances]
-    if not miss or not after.verified:
+    if not after.verified:
+        return after
+    miss, _ = missing(after, before)
+    if not miss:
         return after
     extra = [{"name": WAS + d["name"], **d["sizes"]} for d in miss]
     sspec = against[1] if isinstance(against[1], Spec) else load_spec(against[1])
     v2 = compare_kernels(path, _with_shapes(spec, extra), against=(against[0], _with_shapes(sspec, extra)),
                          use_reference=use_reference, seeds=seeds, instances=[e["name"] for e in extra], jobs=jobs,
-                         timeout=timeout, stop_on_failure=True, derive_boundaries=False)
-    after.instances = list(after.instances) + [e["name"] for e in extra if e["name"] in v2.instances]
+                         timeout=timeout, deadline=deadline, stop_on_failure=True, derive_boundaries=False)
+    ran = [d for d in miss if WAS + d["name"] in v2.instances]
+    after.instances = list(after.instances) + [WAS + d["name"] for d in ran]
+    after.derived = list(getattr(after, "derived", None) or []) + [
+        {"name": WAS + d["name"], "base": d.get("base"), "sizes": dict(d["sizes"]), "changed": d.get("changed", {}),
+         "reasons": [f"the unrepaired test's {d['name']}, re-run with its sizes"], "was": d["name"]} for d in ran]
     after.runs += v2.runs
     after.failures += v2.failures
-    after.verified = after.verified and v2.verified
+    after.max_abs_error = max(after.max_abs_error, v2.max_abs_error)
+    after.max_rel_error = max(after.max_rel_error, v2.max_rel_error)
+    after.verified = after.verified and v2.verified and len(ran) == len(miss)
     return after
 
 
@@ -242,12 +289,40 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
         p.write_text(t)
         return p
 
+    def background_build(path: Path, sanitize: bool):
+        """Compile ``path`` for the emulator in a thread; the build cache is keyed by content, so
+        the test that later builds the same file finds the executable there (or, when this build
+        failed or is unfinished, builds it itself). Only time is saved; nothing is skipped."""
+        def go():
+            try:
+                from xpiler.platforms import get_platform
+                get_platform(spec.dialect).build(path, spec, path.with_name(path.name + "-build"), sanitize=sanitize)
+            except Exception:   # the test that needs it builds it and reports the error
+                pass
+        th = threading.Thread(target=go, daemon=True)
+        th.start()
+        return th
+
+    prebuilt: dict = {}   # concrete text -> (its file, the thread building it for the gate)
+
+    def prebuild(t: str):
+        """The gate's build of a filling that passed the examples (AddressSanitizer, emulator),
+        started while the filter runs the rest of the unrepaired test on it."""
+        if t not in prebuilt:
+            path = write(t)
+            prebuilt[t] = (path, background_build(path, True))
+            res.filter["prebuilt"] = res.filter.get("prebuilt", 0) + 1
+
     def full(t: str, gate: bool = False):
         res.checks += 1
         left = end - time.time()
         # a gate stops at its first failing run (a failing gate is rejected whole); a passing
         # gate ran every instance and seed
-        path = write(t)
+        if t in prebuilt:
+            path, th = prebuilt[t]
+            th.join()
+        else:
+            path = write(t)
         v = compare_kernels(path, spec, against=against, use_reference=use_ref, seeds=seeds, jobs=jobs,
                             timeout=run_limit, deadline=None if left > run_limit * 4 else time.time() + max(left, 1),
                             stop_on_failure=gate)
@@ -361,14 +436,15 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
             res.filter["build_s"] = round(res.filter.get("build_s", 0.0) + time.time() - tb, 2)
             return path, offs, fr
 
-        def check_examples(p, vals):
+        def concrete(p, vals):
+            """The filled program's text (None: it does not print, or it is the candidate)."""
             try:
-                new = splice(prog, p.region, p.sketch, vals)
-                t = print_program(new, dialect)
+                t = print_program(splice(prog, p.region, p.sketch, vals), dialect)
             except Exception:
-                return None, False
-            if t == text:
-                return None, False
+                return None
+            return None if t == text else t
+
+        def check_examples(p, vals):
             g, built = param[id(p)]
             if built is None:
                 built = fast_build(g)
@@ -381,7 +457,15 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                 try:
                     if fr is not None:
                         ok = fr.check(examples)
-                        if ok is not False:
+                        if ok is False:
+                            # refuted by the examples: not printed (a filling that changes
+                            # nothing fails as the candidate does); a key of its own for cegis
+                            return ("refuted", id(p), tuple(sorted(vals.items()))), False
+                        t = concrete(p, vals)
+                        if t is None:
+                            return None, False
+                        if ok:
+                            prebuild(t)
                             # the filter before the gate: every run of the unrepaired test on the
                             # parametric build; its first failure joins the examples
                             for pair in all_pairs:
@@ -392,15 +476,18 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                                     examples.append(pair)
                                     ok = False
                                     break
-                        if ok is not None:
                             return t, bool(ok)
                     ok = run_examples(ppath)
                 finally:
                     os.environ.pop(HOLES_ENV, None)
                 if ok is not None:
-                    return t, ok
+                    t = concrete(p, vals)
+                    return (t, ok) if t is not None else (None, False)
                 for q in g:    # the parametric form does not build: one build per assignment
                     param[id(q)] = (g, False)
+            t = concrete(p, vals)
+            if t is None:
+                return None, False
             res.checks += 1
             ok = run_examples(write(t))
             return t, bool(ok)
