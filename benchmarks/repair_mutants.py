@@ -135,7 +135,20 @@ def _mutations(prog, entry, dialect, rng):
     return out
 
 
+def _slug(kind: str) -> str:
+    return kind.replace(" ", "_").replace("/", "")
+
+
+def mutant_id(source, to: str, kind: str, n: int) -> str:
+    """A mutant's ID: the source file's name with its extension (``add.mlu``: two sources of one
+    operator can migrate to the same target and print to the same output name), the target, the
+    kind, and its number among that output's mutants of that kind. It depends on nothing but
+    these (not on the work directory, the shard or the order of PAIRS)."""
+    return f"{Path(source).name}-{to}-{_slug(kind)}-{n}"
+
+
 def mutants(outs: list[dict], per_kind: int, seed: int = 14) -> list[dict]:
+    """The planted-bug corpus, in a fixed order; every mutant's ``id`` is unique (checked)."""
     rows = []
     for o in outs:
         out = Path(o["output"])
@@ -164,10 +177,17 @@ def mutants(outs: list[dict], per_kind: int, seed: int = 14) -> list[dict]:
                     continue
                 if mt == print_program(prog, dialect):
                     continue
-                rows.append({"id": f"{out.stem}-{o['to']}-{kind.replace(' ', '_').replace('/', '')}-{n}",
+                rows.append({"id": mutant_id(o["source"], o["to"], kind, n),
+                             "legacy_id": f"{out.stem}-{o['to']}-{_slug(kind)}-{n}",
                              "kind": kind, "dialect": dialect, "what": what, "text": mt, "output": str(out),
                              "spec": o["spec"], "source": str(o["source"])})
                 n += 1
+    ids = [r["id"] for r in rows]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"mutant IDs are not unique: {dup[:5]}")
+    for k, r in enumerate(rows):
+        r["index"] = k
     return rows
 
 
@@ -184,7 +204,7 @@ def run(m: dict, budget: float, work: Path) -> dict:
     # test stops at its first failing run (a mutant that hangs costs one limit, not fifteen)
     v = compare_kernels(path, spec, against=(src, sspec), use_reference=bool(spec.reference), seeds=(0, 1, 2),
                         jobs=1, timeout=RUN_LIMIT, stop_on_failure=True)
-    row = {k: m[k] for k in ("id", "kind", "dialect", "what")}
+    row = {k: m[k] for k in ("id", "legacy_id", "index", "kind", "dialect", "what") if k in m}
     row["test_s"] = round(time.time() - t0, 2)
     row["failing"] = not v.verified
     if v.verified:
@@ -218,8 +238,12 @@ def table(rows: list[dict]) -> str:
     def q(xs, p):
         xs = sorted(xs)
         return f"{xs[min(len(xs) - 1, int(p * len(xs)))]:.1f}" if xs else "-"
-    lines = ["| by | planted | failing (used) | still passing (discarded) | repaired and verified | rate | "
-             "median repair s | p90 repair s |", "|---|---|---|---|---|---|---|---|"]
+
+    def med(xs):
+        return f"{statistics.median(xs):.1f}" if xs else "-"
+    lines = ["| by | planted | failing (used) | still passing (not failing) | repaired and verified | "
+             "rate (of planted) | rate (of failing) | median repair s | p90 repair s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, key in (("kind", "kind"), ("dialect", "dialect")):
         groups = defaultdict(list)
         for r in rows:
@@ -228,12 +252,13 @@ def table(rows: list[dict]) -> str:
             f = [r for r in rs if r["failing"]]
             rep = [r for r in f if r.get("repaired")]
             lines.append(f"| {label}: {g} | {len(rs)} | {len(f)} | {len(rs) - len(f)} | {len(rep)} | "
-                         f"{pct(len(rep), len(f))} | {q([r['time_s'] for r in rep], 0.5)} | "
+                         f"{pct(len(rep), len(rs))} | {pct(len(rep), len(f))} | {med([r['time_s'] for r in rep])} | "
                          f"{q([r['time_s'] for r in rep], 0.9)} |")
     f = [r for r in rows if r["failing"]]
     rep = [r for r in f if r.get("repaired")]
-    lines.append(f"| **all** | {len(rows)} | {len(f)} | {len(rows) - len(f)} | {len(rep)} | {pct(len(rep), len(f))} | "
-                 f"{q([r['time_s'] for r in rep], 0.5)} | {q([r['time_s'] for r in rep], 0.9)} |")
+    lines.append(f"| **all** | {len(rows)} | {len(f)} | {len(rows) - len(f)} | {len(rep)} | {pct(len(rep), len(rows))} | "
+                 f"{pct(len(rep), len(f))} | "
+                 f"{med([r['time_s'] for r in rep])} | {q([r['time_s'] for r in rep], 0.9)} |")
     allt = [r["time_s"] for r in f if "time_s" in r]
     if allt:
         lines.append(f"\nrepair time over all failing mutants (repaired or not): median {statistics.median(allt):.1f} s")
@@ -252,6 +277,34 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def identify(rows: list[dict], ms: list[dict]) -> dict:
+    """Rows of result files keyed by the current mutant ID. A row written before IDs were made
+    unique carries the old ID (``{output stem}-{target}-{kind}-{n}``, the same for add.c and
+    add.mlu migrated to hip); it is matched on that old ID and its ``what`` (the line), which
+    tell the two apart (an old ID and line that two current mutants share match neither). A row that matches no current mutant keeps a key of its own. A mutant in
+    several rows: the last one counts."""
+    by_legacy: dict = {}
+    for m in ms:   # an old ID and line two current mutants share is ambiguous: matched to neither
+        k = (m["legacy_id"], m["what"])
+        by_legacy[k] = None if k in by_legacy else m["id"]
+    ids = {m["id"] for m in ms}
+    out: dict = {}
+    for r in rows:
+        if "legacy_id" in r or r["id"] in ids and (r["id"], r["what"]) not in by_legacy:
+            key = r["id"]
+        else:
+            key = by_legacy.get((r["id"], r["what"])) or f"?{r['id']}|{r['what']}"
+        out[key] = {**r, "id": key}
+    return out
+
+
+def _load_rows(paths) -> list[dict]:
+    rows = []
+    for p in paths:
+        rows += json.loads(Path(p).read_text())
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default="/tmp/xpiler-repair-bench")
@@ -263,6 +316,10 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--fresh-cache", action="store_true",
                     help="an empty build cache (XPILER_CACHE) for this run: no build from an earlier run is reused")
+    ap.add_argument("--skip-done", nargs="+", default=[], metavar="JSON",
+                    help="leave out the mutants these result files already ran (before --shard)")
+    ap.add_argument("--aggregate", nargs="+", metavar="JSON",
+                    help="run nothing: the table over these result files, each mutant counted once")
     a = ap.parse_args()
     work = Path(a.work)
     if a.fresh_cache:
@@ -273,6 +330,19 @@ def main() -> int:
     outs = migrated(work)
     ms = mutants(outs, a.per_kind)
     print(f"{len(outs)} verified migrations, {len(ms)} mutants planted", flush=True)
+    if a.aggregate:
+        got = identify(_load_rows(a.aggregate), ms)
+        rows = list(got.values())
+        stray = [k for k in got if k.startswith("?")]
+        print(f"{len(rows)} distinct mutants in {len(a.aggregate)} files"
+              + (f" ({len(stray)} match no current mutant)" if stray else "")
+              + f"; {len(ms) - len(set(got) - set(stray))} of {len(ms)} planted not run")
+        print(table(rows))
+        return 0
+    if a.skip_done:
+        done = identify(_load_rows(a.skip_done), ms)
+        ms = [m for m in ms if m["id"] not in done]
+        print(f"{len(ms)} mutants not run in {' '.join(a.skip_done)}", flush=True)
     if a.kind:
         ms = [m for m in ms if m["kind"] in a.kind]
     if a.shard:
