@@ -224,8 +224,10 @@ def wrong_outputs(verdict) -> set:
     return names
 
 
-def _slice(func: N.Func, outs: set, param_names: list) -> set:
-    """ids of statements in the backward slice of the stores into ``outs``."""
+def _slice(func: N.Func, outs: set, param_names: list) -> dict:
+    """ids of statements in the backward slice of the stores into ``outs``, each with its depth:
+    0 for the stores into the outputs and the loops and conditions around them, k + 1 for the
+    statements that define what a depth-k statement reads (breadth first)."""
     stmts = []   # (stmt, enclosing stmts)
 
     def go(s, encl):
@@ -267,7 +269,7 @@ def _slice(func: N.Func, outs: set, param_names: list) -> set:
         return r
 
     if not outs:
-        return {id(s) for s, _ in stmts}
+        return {id(s): 0 for s, _ in stmts}
     outs = set(outs)
     # pointers into a wrong output are the output too (``float *c = C + i * N; c[j] = ...``)
     grew = True
@@ -283,20 +285,19 @@ def _slice(func: N.Func, outs: set, param_names: list) -> set:
                 outs.add(s.target.name)
                 grew = True
     need: set = set(outs)
-    inslice: set = set()
-    changed = True
-    while changed:
-        changed = False
-        for s, encl in leaf:
-            if id(s) in inslice:
-                continue
-            if writes(s) & need:
-                inslice.add(id(s))
-                for e in encl:
-                    inslice.add(id(e))
-                need |= reads(s, encl)
-                changed = True
-    return inslice
+    inslice: dict = {}
+    depth = 0
+    while True:
+        added = [(s, encl) for s, encl in leaf if id(s) not in inslice and writes(s) & need]
+        if not added:
+            return inslice
+        for s, encl in added:
+            inslice[id(s)] = depth
+            for e in encl:
+                inslice.setdefault(id(e), depth)
+        for s, encl in added:
+            need |= reads(s, encl)
+        depth += 1
 
 
 _AT_LINE = re.compile(r"\bin [^\s:()]+\.(?:c|cc|cpp|cu|hip|mlu|h):(\d+)\b")
@@ -355,25 +356,26 @@ def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Re
     prio = next((PRIORITY[c] for c in codes if c in PRIORITY), DEFAULT)
     sl = _slice(func, outs, [p.name for p in func.params])
 
-    def in_slice(r: Region) -> bool:
+    def slice_depth(r: Region):
         try:
             st = get_at(prog, r.stmt_path)
         except (AttributeError, IndexError, TypeError):
-            return True
-        return id(st) in sl
+            return 0
+        return sl.get(id(st))
 
     def tier(r: Region) -> int:
         # a region on a line a failure names (the bad access's line) first, then the slice
         if hot and _line_of(prog, r) in hot and r.kind in ("index", "divmod", "copy", "guard", "bound", "stride"):
             return 0
-        return 1 if in_slice(r) else 2
+        return 1 if slice_depth(r) is not None else 2
 
     # within a tier the kinds take turns (the first region of each kind, in the failure kind's
     # order, then the second of each...): the failure code is a weak hint, and a kind ranked
     # last must not wait behind every region of the kinds before it
     seen: dict = {}
     keyed = []
-    for i, r in sorted(enumerate(regs), key=lambda t: (tier(t[1]), t[0])):
+    # (within a kind, the regions nearer the wrong stores first: slice depth, then source order)
+    for i, r in sorted(enumerate(regs), key=lambda t: (tier(t[1]), slice_depth(t[1]) or 0, t[0])):
         k = (tier(r), r.kind)
         n = seen[k] = seen.get(k, -1) + 1
         keyed.append((tier(r), n, prio.index(r.kind) if r.kind in prio else 99, i, r))

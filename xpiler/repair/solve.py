@@ -80,7 +80,8 @@ def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_le
           per_level: int = 12, tried: list | None = None, seen: set | None = None):
     """Find the cheapest assignment of any sketch that passes the full test.
 
-    ``check_examples(sketch_problem, vals) -> (text, ok)`` runs the examples (cheap);
+    ``check_examples(sketch_problem, vals) -> (text, ok)`` runs the examples (cheap); ``text``
+    may be any other hashable key for a filling the examples refuted (it is not printed);
     ``check_full(text) -> (verdict, counter_example)`` runs the whole test. Returns
     ``(problem, vals, text, verdict, status)``; status "sat" when one verified, else "timeout",
     "unknown" (a Z3 call gave up and nothing verified) or "unsat" (every sketch exhausted)."""
