@@ -318,6 +318,8 @@ def main() -> int:
                     help="an empty build cache (XPILER_CACHE) for this run: no build from an earlier run is reused")
     ap.add_argument("--skip-done", nargs="+", default=[], metavar="JSON",
                     help="leave out the mutants these result files already ran (before --shard)")
+    ap.add_argument("--only-done", nargs="+", default=[], metavar="JSON",
+                    help="only the mutants these result files ran (e.g. to re-run them with newer code)")
     ap.add_argument("--aggregate", nargs="+", metavar="JSON",
                     help="run nothing: the table over these result files, each mutant counted once")
     a = ap.parse_args()
@@ -343,6 +345,10 @@ def main() -> int:
         done = identify(_load_rows(a.skip_done), ms)
         ms = [m for m in ms if m["id"] not in done]
         print(f"{len(ms)} mutants not run in {' '.join(a.skip_done)}", flush=True)
+    if a.only_done:
+        done = identify(_load_rows(a.only_done), ms)
+        ms = [m for m in ms if m["id"] in done]
+        print(f"{len(ms)} mutants run in {' '.join(a.only_done)}", flush=True)
     if a.kind:
         ms = [m for m in ms if m["kind"] in a.kind]
     if a.shard:

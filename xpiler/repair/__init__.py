@@ -92,6 +92,16 @@ def _nests(outer, inner) -> bool:
     return len(inner) >= len(outer) and tuple(inner[:len(outer)]) == tuple(outer)
 
 
+def _holds(kind: str, outer, inner) -> bool:
+    """Whether the sketch of region ``outer`` keeps a region nested in it spliced: a statement
+    list's sketch interleaves the statements as they are; a loop's sketch rebuilds its bound or
+    step from the node as written, so only a region in the loop's body survives it (a div/mod
+    inside the bound ``(M + 3) % 4`` would be overwritten: its holes would do nothing)."""
+    if kind == "block":
+        return True
+    return kind in ("bound", "stride") and len(inner) > len(outer) and inner[len(outer)] == "body"
+
+
 def groups(problems: list, cap: int = 200) -> list[list]:
     """Problems packed into groups that one parametric program holds: no expression region
     inside another one of the same group (a loop or a statement list may hold others: its
@@ -108,9 +118,9 @@ def groups(problems: list, cap: int = 200) -> list[list]:
                     ok = q.region.kind in ("bound", "stride") and p.region.kind in ("bound", "stride") \
                         and q.region.kind != p.region.kind
                 elif _nests(a, b):
-                    ok = q.region.kind in ("bound", "stride", "block")
+                    ok = _holds(q.region.kind, a, b)
                 elif _nests(b, a):
-                    ok = p.region.kind in ("bound", "stride", "block")
+                    ok = _holds(p.region.kind, b, a)
                 if not ok:
                     break
             if ok:
@@ -519,6 +529,8 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                           "new_text": node_text(p.sketch.instantiate(vals), dialect)}
         return res
     finally:
+        for _, th in prebuilt.values():   # no background build outlives the repair's folder
+            th.join(timeout=120)
         if oracle is not None:
             oracle.close()
         res.time_s = time.time() - t0
