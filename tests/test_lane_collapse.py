@@ -189,6 +189,8 @@ def test_route_steps_and_cost_model_prefer_the_flat_form():
         ("fuse", None), ("fuse", None), ("contraction", None), ("contraction", None), ("fuse", "collapse"),
         ("binding", None)]
     assert lane_routes(st, "c", ctx) == [] and lane_routes(st, "bang", ctx) == []
+    hip = lane_routes(st, "hip", ctx)
+    assert hip and sequence_steps(hip[0])[-1].params["target"] == "hip"
     flat = st
     for s in subs:
         flat = apply_step(s, flat, ctx)
@@ -199,11 +201,15 @@ def test_route_steps_and_cost_model_prefer_the_flat_form():
         g = eval(launch["grid"][0].replace("/", "//"), {"n": n, "max": max, "min": min})
         b = launch["block"][0]
         return estimate(prog, "relu_avx512", "cuda", {"n": n}, threads=g * b, env=launch_env([g, 1, 1], [b, 1, 1]))
+
+    def parsed(prog):     # as a candidate's test sees it: printed and parsed again (no binding marks)
+        return parse_text(print_program(prog, "cuda"), "cuda", "<candidate>")
     for n in (65536, 1 << 24):     # under-filled and saturating launches
-        a, b = model(lane, lane_launch, n), model(flat.program, flat.launch, n)
-        assert b.ms * 3 < a.ms, (n, a, b)
-        if n >= 1 << 24:     # both launches fill the GPU: the lane form's strided accesses waste sectors
-            assert b.global_bytes * 4 < a.global_bytes, (a, b)
+        for form in (lambda p: p, parsed):
+            a, b = model(form(lane), lane_launch, n), model(form(flat.program), flat.launch, n)
+            assert b.ms * 3 < a.ms, (n, a, b)
+            if n >= 1 << 24:     # both launches fill the GPU: the lane form's strided accesses waste sectors
+                assert b.global_bytes * 4 < a.global_bytes, (a, b)
 
 
 def _tuned(tmp_path, monkeypatch, name, entry):

@@ -12,7 +12,8 @@ The model walks the entry function once with the sizes of the spec's largest ins
   registers (other local arrays: free). An access whose index does not change with the innermost
   loop around it is counted once per iteration of the loops outside that one (it stays in a
   register or the L1 across the inner loop);
-- a global access inside a loop bound to the x threads whose index moves by ``s > 1`` elements
+- a global access inside a loop over the x threads (bound to them, or a grid/block-stride loop
+  starting at ``threadIdx.x``) whose index moves by ``s > 1`` elements
   between adjacent threads is uncoalesced: it moves ``min(s * elem, SECTOR)`` bytes per element
   (each thread's element in its own sector); a bound loop with fewer iterations than the launch
   has threads (a tail run ``once``) runs in that fraction of them;
@@ -181,9 +182,12 @@ class _Model:
             lo, saved = _ival(s.lo, self.env), self.env.get(s.var)
             if lo is not None:
                 self.env[s.var] = lo
-            xbound = s.binding in ("global.x", "threadIdx.x") and self.threads > 1
+            # a loop over the x threads: bound by binding, or (as printed and parsed again, the way
+            # a candidate is tested) a grid- or block-stride loop starting at threadIdx.x
+            xbound = self.threads > 1 and (s.binding in ("global.x", "threadIdx.x") or any(
+                isinstance(n, N.Builtin) and n.name == "threadIdx.x" for n in walk(s.lo)))
             if xbound:
-                self.xvars.append(s.var)
+                self.xvars.append((s.var, N.Builtin("threadIdx.x") if s.binding else s.lo))
             self.stmt(s.body, count * n, inner + [s.var])
             if xbound:
                 self.xvars.pop()
@@ -262,20 +266,23 @@ class _Model:
             self.expr(e, count, inner)
 
     def _thread_stride(self, index) -> int:
-        """Elements between the addresses of adjacent threads (the innermost loop bound to the x
-        threads, ``global.x``/``threadIdx.x``, one step apart) for this index; 0 when unknown.
-        Scalars declared from the loop variable (``int i = v * 16``) are substituted first."""
+        """Elements between the addresses of adjacent threads (``threadIdx.x`` one apart) for this
+        index, inside the innermost loop over the x threads; 0 when unknown. That loop's variable
+        is its first value (``blockIdx.x * blockDim.x + threadIdx.x``), and scalars declared from
+        it (``int i = v * 16``) are substituted first."""
         if not self.xvars:
             return 0
         from xpiler.ir.visit import substitute
-        var, e = self.xvars[-1], index
-        for _ in range(4):
-            names = {n.name for n in walk(e) if isinstance(n, N.Var)} & (set(self.defs) - {var})
+        var, first = self.xvars[-1]
+        subst = {**{k: v for k, v in self.defs.items() if k != var}, var: first}
+        e = index
+        for _ in range(5):
+            names = {n.name for n in walk(e) if isinstance(n, N.Var)} & set(subst)
             if not names:
                 break
-            e = substitute(e, {k: self.defs[k] for k in names})
-        env = {k: v for k, v in self.env.items() if k not in self.defs}
-        a, b = _ival(e, {**env, var: 0}), _ival(e, {**env, var: 1})
+            e = substitute(e, {k: subst[k] for k in names})
+        env = {k: v for k, v in self.env.items() if k not in subst}
+        a, b = _ival(e, {**env, "threadIdx.x": 0}), _ival(e, {**env, "threadIdx.x": 1})
         return abs(int(b - a)) if isinstance(a, int) and isinstance(b, int) else 0
 
     def _extent(self, binding: str) -> float:
