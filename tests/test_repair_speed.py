@@ -209,7 +209,7 @@ def test_a_hang_ranks_loop_conditions_first_and_the_filter_waits_less_for_it():
     o = ExampleOracle.__new__(ExampleOracle)
     o.timeout, o.src = 20.0, object()
     o.src_s = 0.01
-    assert o.limit() == 3.0
+    assert o.limit() == 1.5
     o.src_s = 0.5
     assert o.limit() == 10.0
     o.src_s = 5.0

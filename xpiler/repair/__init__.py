@@ -176,6 +176,8 @@ def parametric(prog, group: list, dialect: str, write):
     return write(_PRELUDE + t), offs
 
 
+LOOKAHEAD = 12   # problems the search order looks ahead for another group to build in the background
+
 WAS = "was-"   # an instance the unrepaired test derived, re-run on the repaired kernel under this prefix
 
 
@@ -314,6 +316,7 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
         return th
 
     prebuilt: dict = {}   # concrete text -> (its file, the thread building it for the gate)
+    ahead: dict = {}      # id(group) -> (parametric file, offsets, its background build)
 
     def prebuild(t: str):
         """The gate's build of a filling that passed the examples (AddressSanitizer, emulator),
@@ -414,10 +417,29 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                     hole[offs[id(p)] + i] = vals[h.name]
             return ",".join(map(str, hole))
 
+        def build_ahead(g):
+            """Once a group's filter is built, the next group the search order will need (among
+            the next LOOKAHEAD problems) is printed and compiled in the background, while the
+            filter runs on this one; its own fast_build then finds it in the build cache."""
+            seen_g = {id(g)}
+            for q in problems[:LOOKAHEAD]:
+                g2, b2 = param[id(q)]
+                if b2 is None and id(g2) not in seen_g and id(g2) not in ahead:
+                    b = parametric(prog, g2, dialect, write)
+                    if b:
+                        ahead[id(g2)] = (*b, background_build(b[0], bool(res_stats["sanitize"])))
+                        res.filter["built_ahead"] = res.filter.get("built_ahead", 0) + 1
+                    return
+
         def fast_build(g):
             """(path, offsets, FastRunner or None) of the group's parametric program, or False."""
             tb = time.time()
-            b = parametric(prog, g, dialect, write)
+            if id(g) in ahead:
+                path, offs, th = ahead.pop(id(g))
+                th.join()
+                b = path, offs
+            else:
+                b = parametric(prog, g, dialect, write)
             res.filter["builds"] = res.filter.get("builds", 0) + 1
             if not b:
                 return False
@@ -444,6 +466,8 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                 except Exception:   # the fast path does not apply (a build error): compare_kernels
                     fr = None
             res.filter["build_s"] = round(res.filter.get("build_s", 0.0) + time.time() - tb, 2)
+            if fr is not None:
+                build_ahead(g)
             return path, offs, fr
 
         def concrete(p, vals):
@@ -529,8 +553,8 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
                           "new_text": node_text(p.sketch.instantiate(vals), dialect)}
         return res
     finally:
-        for _, th in prebuilt.values():   # no background build outlives the repair's folder
-            th.join(timeout=120)
+        for th in [th for _, th in prebuilt.values()] + [a[2] for a in ahead.values()]:
+            th.join(timeout=120)   # no background build outlives the repair's folder
         if oracle is not None:
             oracle.close()
         res.time_s = time.time() - t0

@@ -19,6 +19,12 @@ from pathlib import Path
 
 from xpiler.spec import Spec, load_spec
 
+#: the least a filter run may take before it counts as a hang (a filling that makes a loop run
+#: forever costs this much; a run of a right filling that is slower only loses that filling, the
+#: gate never sees it). Was 3 s: in the 2026-12-03 runs a stride or guard filling that hangs
+#: (``half >= 0`` for ``half > 0`` with ``half /= 2``) cost 3 s of a repair.
+FLOOR_S = 1.5
+
 
 class ExampleOracle:
     """Inputs and expected outputs per (instance, seed), computed once. ``instances``: name ->
@@ -49,11 +55,11 @@ class ExampleOracle:
 
     def limit(self) -> float:
         """A filter run's limit: a candidate that hangs must not cost the full per-run limit on
-        every assignment. 20 times the source's slowest run (at least 3 s), at most ``timeout``;
+        every assignment. 20 times the source's slowest run (at least ``FLOOR_S``), at most ``timeout``;
         too short a limit can only reject a candidate, never accept one."""
         if self.src is None or self.src_s <= 0:
             return self.timeout
-        return min(self.timeout, max(3.0, 20 * self.src_s))
+        return min(self.timeout, max(FLOOR_S, 20 * self.src_s))
 
     def expected(self, name: str, seed: int):
         """(inputs, [expected outputs per oracle]) or None when this example cannot be prepared."""
