@@ -51,6 +51,7 @@ from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from .base import PassError
+from . import block_core
 from . import block_rows
 from . import dependence as D
 from . import forward
@@ -127,12 +128,12 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
             raise PassError(NAME, f"program is already bound for {target}", func, "XP4002")
         raise PassError(NAME, f"binding maps sequential c programs; this one is {program.dialect} "
                               f"(run loop_recovery first)", func)
-    if rows not in ("thread", "block"):
-        raise PassError(NAME, f"unknown rows='{rows}' (thread | block)", func)
-    if rows == "block" and (target not in SIMT or dims is not None or atomics):
-        raise PassError(NAME, "rows='block' binds a loop's iterations to cuda/hip thread blocks; it takes no "
+    if rows not in ("thread", "block", "core"):
+        raise PassError(NAME, f"unknown rows='{rows}' (thread | block | core)", func)
+    if rows in ("block", "core") and (target not in SIMT or dims is not None or atomics):
+        raise PassError(NAME, f"rows='{rows}' binds a loop's iterations to cuda/hip thread blocks; it takes no "
                               "dims= or atomics=" if target in SIMT else
-                        f"rows='block' binds a loop's iterations to cuda/hip thread blocks, not {target}", func)
+                        f"rows='{rows}' binds a loop's iterations to cuda/hip thread blocks, not {target}", func)
     if target in SIMT and block not in BLOCK_SIZES:
         raise PassError(NAME, f"block size {block} is not one of {BLOCK_SIZES}", func)
     if target == "bang" and func_type not in ("block", "union1", "union2", "union4"):
@@ -150,6 +151,8 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
         return _plan_c(program, func, loop)
     if rows == "block":
         return _plan_block_rows(program, func, target, loop, block, grid_cap)
+    if rows == "core":
+        return _plan_block_core(program, func, target, loop, block, grid_cap)
     try:
         return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
     except PassError as first:
@@ -199,7 +202,12 @@ def candidates(program: N.Program, target: str) -> list:
                     out += [dict(base, rows="block", block=b, grid_cap=cap)
                             for b in block_rows.BLOCK_SIZES for cap in block_rows.GRID_CAPS]
                 except PassError:
-                    pass
+                    try:             # else a block per task (buffers, nested loops; passes/block_core.py)
+                        check(program, entry=f.name, **base, rows="core")
+                        out += [dict(base, rows="core", block=b, grid_cap=cap)
+                                for b in block_core.BLOCK_SIZES for cap in block_core.GRID_CAPS]
+                    except PassError:
+                        pass
             try:
                 check(program, entry=f.name, **base)
             except PassError:
@@ -565,6 +573,16 @@ def _plan_block_rows(program, func, target, loop, block, grid_cap) -> dict:
             "func_type": "union1", "atomic": ()}
 
 
+def _plan_block_core(program, func, target, loop, block, grid_cap) -> dict:
+    """``rows="core"``: the loop's iterations (BANG tasks) on thread blocks, their buffers one
+    copy per block, their leaf loops over the block's threads; see passes/block_core.py."""
+    lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
+    pl = block_core.plan(program, func, lp, target, block, grid_cap, _fresh_namer(func))
+    return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
+            "body": pl["body"], "launch": pl["launch"], "globals": pl["globals"], "block": block,
+            "grid_cap": grid_cap, "tasks": 4, "func_type": "union1", "atomic": ()}
+
+
 def _replicable(s, arrays=frozenset(), macros=frozenset()) -> bool:
     """A statement every thread/task may run redundantly: it writes no memory (only local
     scalars and elements of the entry's local ``arrays``, see ``passes/replicate.py``), calls
@@ -744,6 +762,9 @@ def _bind(program: N.Program, plan: dict):
         attrs = ("extern_c",) + attrs
     new_func = func.with_(body=body, kind="kernel", attrs=attrs)
     prog = _replace_func(program, func, new_func)
+    if plan.get("globals"):      # rows="core": the tasks' buffers, one slice per block
+        at = prog.items.index(new_func)
+        prog = prog.with_(items=prog.items[:at] + tuple(plan["globals"]) + prog.items[at:])
     items = []
     for it in prog.items:
         if isinstance(it, N.Func) and it is not new_func and it.body is not None and it.kind != "kernel":

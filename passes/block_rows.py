@@ -141,6 +141,27 @@ def _at(node, outer):
     return node if getattr(node, "loc", None) is not None else outer
 
 
+def spread_loop(s: N.For, reds: dict, types: dict, B: int, tid, fresh, shared: list) -> N.Block:
+    """The column loop ``s`` spread over the block's threads (``threadIdx.x``, block-stride); each
+    reduction ``reds`` accumulates a per-thread partial, and the partials meet in a shared-memory
+    tree (its ``__shared__ T xp_red_acc[B]`` appended to ``shared``, for the top of the kernel)
+    whose result every thread reads back into the accumulator."""
+    pre, post, mapping = [], [], {}
+    for acc, r in reds.items():
+        t = types[acc]
+        t = N.Scalar(t.dtype, t.spelling)
+        p, red = fresh(f"{acc}_part"), fresh(f"xp_red_{acc}")
+        mapping[acc] = N.Var(p)
+        init = N.Var(acc) if r.op in phases.IDEMPOTENT else \
+            N.Const(phases.IDENTITY[r.op], "int32", str(phases.IDENTITY[r.op]))
+        pre.append(N.Decl(p, t, init))
+        tree = phases._tree(N.Var(acc), N.Var(p), red, t, r.op, B, tid, fresh)
+        shared.append(tree[0])
+        post += tree[1:]
+    loop = s.with_(body=substitute(s.body, mapping), binding="threadIdx.x")
+    return N.Block(tuple(pre) + (loop,) + tuple(post), loc=s.loc)
+
+
 def build(program, func: N.Func, pl: dict, trip, grid_cap, fresh):
     """(new body of ``func``, launch): the row loop bound to ``blockIdx.x``, its phases spread
     over the block's threads.  ``trip``: the row loop's trip count as text over the kernel's
@@ -176,21 +197,8 @@ def build(program, func: N.Func, pl: dict, trip, grid_cap, fresh):
             continue
         if pending and phases.writes_memory(s):
             barrier()
-        pre, post, mapping = [], [], {}
-        for acc, r in reds.items():
-            t = types[acc]
-            t = N.Scalar(t.dtype, t.spelling)
-            p, red = fresh(f"{acc}_part"), fresh(f"xp_red_{acc}")
-            mapping[acc] = N.Var(p)
-            init = N.Var(acc) if r.op in phases.IDEMPOTENT else \
-                N.Const(phases.IDENTITY[r.op], "int32", str(phases.IDENTITY[r.op]))
-            pre.append(N.Decl(p, t, init))
-            tree = phases._tree(N.Var(acc), N.Var(p), red, t, r.op, B, tid, fresh)
-            shared.append(tree[0])               # __shared__ T xp_red_acc[B], at the top of the kernel
-            post += tree[1:]
-        loop = s.with_(body=substitute(s.body, mapping), binding="threadIdx.x")
-        out.append(N.Block(tuple(pre) + (loop,) + tuple(post), loc=s.loc))
-        if post:
+        out.append(spread_loop(s, reds, types, B, tid, fresh, shared))
+        if reds:
             pending, tree_open = False, True     # the tree's barriers ordered the loop's stores and reads
         else:
             written = phases.writes_memory(s)
