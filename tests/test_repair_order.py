@@ -40,3 +40,33 @@ def test_the_div_in_the_wrong_store_ranks_before_the_one_feeding_it():
     regs = [r for r in localize(prog, "gather", "c", _wrong_values("y")) if r.kind == "divmod"]
     # source order would put `t % m` (line 4) first; the store's `t / m` (line 6) is nearer
     assert [r.line for r in regs] == [6, 4, 5]
+
+
+FOLD = """void fold(const float* x, float* y, int n)
+{
+    float red[256];
+    for (int t = 0; t < 256; t++)
+        red[t] = t < n ? x[t] : 0.0f;
+    for (int half = 256 / 2; half >= 0; half /= 2) {
+        for (int t = 0; t < 256; t++) {
+            if (t < half)
+                red[t] += red[t + half];
+        }
+    }
+    y[0] = red[0];
+}
+"""
+
+
+def test_a_hang_ranks_the_conditions_of_open_ended_loops_first():
+    """A canonical for with a positive step always ends: for a hang (XP2103), the condition of
+    the C-style loop ``half >= 0; half /= 2`` comes before every guard and bound of the others."""
+    from xpiler.repair.localize import localize
+    prog = parse_text(FOLD, "c", "f.c")
+    hang = SimpleNamespace(failures=[SimpleNamespace(code="XP2103", message="kernel run timed out after 20 s",
+                                                     arg=None, seed=0, instance="base")])
+    regs = localize(prog, "fold", "c", hang)
+    assert regs[0].kind == "guard" and regs[0].line == 6
+    # for wrong values the source order of the guards holds (line 5's ternary first)
+    plain = [r for r in localize(prog, "fold", "c", _wrong_values("y")) if r.kind == "guard"]
+    assert plain[0].line != 6

@@ -363,9 +363,24 @@ def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Re
             return 0
         return sl.get(id(st))
 
+    hang = "XP2103" in codes
+
+    def open_ended(r: Region) -> bool:
+        """The condition of a loop whose end is not evident (a C-style loop or a while): a
+        canonical ``for`` with a positive step always ends, so a hang comes from one of these."""
+        sp = tuple(r.stmt_path)
+        if r.kind != "guard" or tuple(r.path[:len(sp) + 1]) != sp + ("cond",):
+            return False
+        try:
+            return isinstance(get_at(prog, sp), (N.CFor, N.While))
+        except (AttributeError, IndexError, TypeError):
+            return False
+
     def tier(r: Region) -> int:
         # a region on a line a failure names (the bad access's line) first, then the slice
         if hot and _line_of(prog, r) in hot and r.kind in ("index", "divmod", "copy", "guard", "bound", "stride"):
+            return 0
+        if hang and open_ended(r):
             return 0
         return 1 if slice_depth(r) is not None else 2
 
