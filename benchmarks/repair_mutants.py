@@ -217,6 +217,7 @@ def run(m: dict, budget: float, work: Path) -> dict:
     if r.repaired:   # the gate, again, from here: same instances and seeds, verified
         assert r.verdict.verified and covers(r.verdict, v) and r.verdict.seeds == v.seeds
         row["gate_instances"] = len(r.verdict.instances)
+        row["gate_was"] = [i for i in r.verdict.instances if i.startswith("was-")]
     return row
 
 
