@@ -101,10 +101,12 @@ def test_refusals(stmt, match):
     assert e.value.code == "XP4001" and match in e.value.why, e.value.why
 
 
-@pytest.mark.parametrize("name,loop", [("rmsnorm", "r0"), ("softmax", "r")])
+@pytest.mark.parametrize("name,loop", [("gemv", "task"), ("softmax", "r")])
 def test_migrates_verifies_and_replays(tmp_path, name, loop):
-    """A migration whose binding step is rows='core' verifies on the SIMT emulator and its log
-    replays (the softmax source has an argmax loop: every thread runs it alike)."""
+    """A migration whose binding step is rows='core' verifies (SIMT emulator; also the GPU where
+    there is one) and its log replays (the softmax source has an argmax loop: every thread runs it
+    alike). rmsnorm.mlu is not used: at a derived boundary size (cols = MAX_COLS + 1) its source
+    overruns an NRAM buffer, which the H200 shows as another block's slice being overwritten."""
     from xpiler.migration.driver import migrate
     from xpiler.replay import replay
     r = migrate(EX / name / f"{name}.mlu", "cuda", outdir=tmp_path / "out", jobs=1, perf=False,
@@ -118,6 +120,6 @@ def test_migrates_verifies_and_replays(tmp_path, name, loop):
     b = next(e for e in events if e["type"] == "pass" and e["name"] == "binding" and e.get("applied"))
     assert b["params"]["rows"] == "core"
     test = next(e for e in events if e["type"] == "test" and e["program_hash"] == b["out_hash"])
-    assert test["verified"] and test["substrate"].startswith("emu:simt")
+    assert test["verified"] and "emu:simt" in test["substrate"]
     rep = replay(tmp_path / "out" / "provenance.jsonl")
     assert rep.ok if hasattr(rep, "ok") else rep

@@ -12,7 +12,7 @@ from xpiler.migration.stage import Stage
 from xpiler.printers import print_program
 from xpiler.schedule.routes_tasks import _source_tasks, recovery_start, retask_steps, task_route
 from xpiler.schedule.step import Step, StepContext, apply_step
-from xpiler.schedule.tune import SEQUENCE, sequence_steps
+from xpiler.schedule.tune import SEQUENCE, needs_concurrent_blocks, sequence_steps
 
 EX = Path(__file__).resolve().parents[1] / "examples"
 LAUNCH = {"dim": [8, 1, 1], "func_type": "block"}
@@ -115,7 +115,19 @@ def test_chosen_relaunch_is_logged_and_replays(tmp_path, monkeypatch):
     events = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()[1:]]
     searched = [e for e in events if e["type"] == "pass" and e.get("proposer") == "search"]
     assert searched[0]["name"] == "loop_recovery" and searched[0]["params"]["launch"]["dim"] == [64, 1, 1]
+    # the cost model is the latency source here: no candidate binds a task to a block (rows='core')
+    tried = [e for e in events if e["type"] == "tune" and e["kind"] == "evaluate"]
+    assert tried and not any('"core"' in json.dumps(e["step"]) for e in tried)
     start = next(e for e in events if e["type"] == "note" and e.get("what") == "search from")
     assert start["program_hash"] == searched[0]["in_hash"]
     rep = replay(tmp_path / "out" / "provenance.jsonl")
     assert rep.ok if hasattr(rep, "ok") else rep
+
+
+def test_core_binding_only_where_blocks_run_concurrently():
+    core = Step("binding", {"target": "cuda", "loop": "task", "rows": "core", "block": 128})
+    thread = Step("binding", {"target": "cuda", "loop": "task", "block": 128})
+    seq = Step(SEQUENCE, {"steps": [Step("loop_recovery", {}).to_json(), core.to_json()]})
+    assert needs_concurrent_blocks(core) and needs_concurrent_blocks(seq)
+    assert not needs_concurrent_blocks(thread)
+    assert not needs_concurrent_blocks(Step(SEQUENCE, {"steps": [thread.to_json()]}))

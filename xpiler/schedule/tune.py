@@ -48,6 +48,16 @@ def sequence_steps(step: Step) -> list:
     return [Step.from_json(d) for d in step.params["steps"]]
 
 
+def needs_concurrent_blocks(step: Step) -> bool:
+    """A step whose program only a test with concurrent thread blocks checks fully: binding's
+    ``rows="core"`` gives each block device-global slices that only their bounds keep apart, and a
+    store past a slice (a source that overruns its NRAM buffer at a boundary size) lands in
+    another block's. The SIMT emulator runs the blocks one after another and cannot see that, so
+    the search offers it only where candidates are tested (and timed) on a GPU."""
+    subs = sequence_steps(step) if step.pass_name == SEQUENCE else [step]
+    return any(s.pass_name == "binding" and s.params.get("rows") == "core" for s in subs)
+
+
 def through_loops(st, target: str, ctx) -> list:
     """cuda <-> hip: the retarget keeps the source's thread structure, and binding's alternatives
     from there are only retargets. The general plan's route (loop recovery, un-tiling, then
@@ -137,11 +147,11 @@ def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max
         # before the target dialect only binding leads on; in it, the target passes
         steps = legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
         if st is root and bang_root is not None:
-            return retask_steps(root, tail, start, target, ctx)
-        if st is root:
+            steps = retask_steps(root, tail, start, target, ctx)
+        elif st is root:
             from .routes_lanes import lane_routes   # c lane loops -> a flat loop, then binding
             steps += through_loops(st, target, ctx) + lane_routes(st, target, ctx)
-        return steps
+        return steps if source != MODEL else [s for s in steps if not needs_concurrent_blocks(s)]
 
     def prior(st):
         # the cost model rates a candidate before it is tested: untried steps are expanded best
