@@ -27,6 +27,9 @@ written inside ``L``'s body; and the first statement of ``L``'s body that touche
 plain store ``a[e] = v`` (not under a condition, ``v`` not reading ``a``).  Then every read of
 an iteration sees the value that iteration wrote, nothing flows between iterations, and the
 array is dead after ``L``: one scalar suffices.
+
+``mode="lanes"``: a lane-array accumulator (``acc[l] = acc[l] OP f`` in lane loops, then a horizontal
+reduction over the lanes) becomes one scalar reduction; see ``passes/lane_accumulators.py``.
 """
 from __future__ import annotations
 
@@ -100,6 +103,9 @@ def check(program, *, entry: str, array: str | None = None, loop=None, **_):
     """Returns (function, the array's Decl, the loop L, the index expression). ``loop`` (a loop
     reference, only needed when ``array`` is declared more than once): the declaration whose
     block holds that loop is the one contracted; only the uses in that block are its uses."""
+    if _.get("mode") == "lanes":       # mode="lanes": passes/lane_accumulators.py
+        from . import lane_accumulators
+        return lane_accumulators.plan(program, entry=entry, array=array)
     if array is None:
         raise PassError(NAME, "no array given (parameter 'array')", None, "XP4002")
     fn = _fn(program, entry)
@@ -161,6 +167,11 @@ def check(program, *, entry: str, array: str | None = None, loop=None, **_):
 
 
 def apply(program, *, entry: str, array: str | None = None, **params):
+    if params.get("mode") == "lanes":     # a lane-array accumulator -> one scalar reduction
+        from . import lane_accumulators
+        return lane_accumulators.apply(program, entry=entry, array=array)
+    if params.get("mode") not in (None, "array"):
+        raise PassError(NAME, f"unknown mode {params.get('mode')!r} (modes: 'array', 'lanes')", None, "XP4002")
     fn, d, loop, index = check(program, entry=entry, array=array, **params)
     body = loop.body if isinstance(loop.body, N.Block) else N.Block((loop.body,))
 
