@@ -174,3 +174,73 @@ def test_softmax_avx512_accumulators_become_scalar_reductions():
     assert "xpd_red" not in body and "vmax[" not in body and "vsum[" not in body
     # the tail's masked sum keeps only the valid lanes
     assert "if (xpd_l51 < tail) {" in body
+
+
+def test_guard_loops_turns_a_tail_guard_into_a_loop_bound_or_a_one_trip_loop():
+    src = """
+void f(const float* x, float* y, int rows, int tail) {
+    for (int r = 0; r < rows; ++r) {
+        if (tail) {
+            for (int l = 0; l < 16; ++l) { y[r * 16 + l] = x[l]; }
+        }
+        if (tail > 2) {
+            float t = x[r];
+            for (int l = 0; l < 16; ++l) { y[l] = t; }
+        }
+        if (rows) { y[r] = 0.0f; }
+    }
+}
+"""
+    out = get("guard_loops").apply(_c(src), entry="f")
+    row = [s for s in out.func("f").body.stmts if isinstance(s, N.For)][0]
+    a, b, c = [s for s in row.body.stmts if not isinstance(s, N.Comment)]
+    assert isinstance(a, N.For) and a.var == "l" and isinstance(a.hi, N.Cond) and a.hi.cond == N.Var("tail")
+    assert isinstance(b, N.For) and b.var.startswith("xp_guard") and isinstance(b.hi, N.Cond)
+    assert isinstance(c, N.If)                         # no loop inside: left alone
+    # a condition the loop changes keeps the one-trip form; a loose break is refused
+    bad = src.replace("y[r * 16 + l] = x[l];", "y[r * 16 + l] = x[l]; tail = 0;")
+    out = get("guard_loops").apply(_c(bad), entry="f")
+    first = [s for s in out.func("f").body.stmts if isinstance(s, N.For)][0].body.stmts[0]
+    assert first.var.startswith("xp_guard")
+    with pytest.raises(PassError) as ei:
+        get("guard_loops").apply(_c(src.replace("float t = x[r];", "float t = x[r]; if (t > 0.0f) break;")), entry="f")
+    assert ei.value.code == "XP4001" and ei.value.line == 8
+
+
+def test_softmax_avx512_reaches_a_verified_block_per_row_candidate_and_replays(tmp_path, monkeypatch):
+    """The cost model decides (forced on any host); a stand-in rates programs with the
+    block-reduction tree fastest, so the search takes the accumulator route's rows='block'
+    alternative. The candidate is tested and verifies, the log holds the route's passes one by
+    one, and replay re-derives the kernel."""
+    import json
+    import xpiler.schedule.evaluator as EV
+    import xpiler.schedule.tune as TU
+    from xpiler.migration.driver import migrate
+    from xpiler.replay import replay
+    from xpiler.schedule.timing import MODEL
+
+    def fake(stage, spec, sizes=None):
+        t = stage.text or print_program(stage.program, stage.dialect)
+        return (0.1 if "xp_red_" in t else 1.0), {"model": "test stand-in"}
+    monkeypatch.setattr(EV, "modelled_latency", fake)
+    monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
+    out = tmp_path / "out"
+    r = migrate(EX / "softmax" / "softmax_avx512.c", "cuda", outdir=out, jobs=1, perf=False, tune=True,
+                max_evals=2, seed=0)
+    assert r.verified
+    events = [json.loads(x) for x in (out / "provenance.jsonl").read_text().splitlines()[1:]]
+    res = next(e for e in events if e["type"] == "tune" and e["kind"] == "result")
+    names = [(s["pass"], s["params"].get("mode")) for s in res["steps"]]
+    assert ("contraction", "lanes") in names and ("guard_loops", None) in names, names
+    assert res["steps"][-1]["pass"] == "binding" and res["steps"][-1]["params"].get("rows") == "block"
+    tests = [e for e in events if e["type"] == "test" and str(e.get("stage", "")).startswith("tune")
+             and e["stage"] != "tune_root"]
+    assert any(e["verified"] and e["program_hash"] == res["chosen"] for e in tests), tests
+    searched = [e["name"] for e in events if e["type"] == "pass" and e.get("proposer") == "search"]
+    assert searched == [p for p, _ in names]
+    text = r.output_path.read_text()
+    import re
+    assert "xp_red_vmax" in text and "xp_red_vsum" in text
+    assert not re.search(r"\b(vmax|vsum)\[", text)        # no lane accumulator left
+    rep = replay(out / "provenance.jsonl")
+    assert rep.ok and rep.output_file is not None and rep.output_file.read_text() == text
