@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+
+# as the xpiler command does (xpiler/__init__.py): reference outputs with one BLAS thread
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import statistics
 import sys
 import tempfile
