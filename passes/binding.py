@@ -53,6 +53,7 @@ from xpiler.ir.visit import rewrite, substitute, walk
 from .base import PassError
 from . import block_core
 from . import block_rows
+from . import warp_reduce
 from . import dependence as D
 from . import forward
 from . import phases
@@ -75,18 +76,20 @@ FALLBACK_GRID = 256          # blocks when the trip count is not an expression o
 def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
           func_type: str = "union1", atomics: bool = False, rows: str = "thread", instances=None,
-          regrid: bool = False, **_):
+          regrid: bool = False, reduce: str = "tree", **_):
     """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c).
     ``regrid=True`` (retarget of a grid-stride kernel): the launch is sized from the problem,
     ``block`` threads and at most ``grid_cap`` blocks (``passes/regrid.py``).
     ``rows="block"`` (cuda/hip): the bound loop's iterations go to thread blocks and its inner
     loops over the block's threads (``passes/block_rows.py``).
+    ``reduce="shuffle"`` (cuda/hip block forms: rows="block" / "core" / the phases plan): block
+    reductions fold with warp shuffles instead of a shared-memory tree (``passes/warp_reduce.py``).
     ``instances`` (the spec's instances as parameter name -> value dicts, given by the driver,
     never logged as a parameter) lets run-time sized local arrays get a constant size on SIMT
     targets (``passes/runtime_arrays.py``)."""
     plan = check(program, entry=entry, target=target, mode=mode, loop=loop, block=block,
                  grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows,
-                 regrid=regrid)
+                 regrid=regrid, reduce=reduce)
     if mode == "retarget":
         prog = _retarget(program, plan)
         return (prog, regrid_pass.launch(plan, block, grid_cap)) if regrid else prog
@@ -99,11 +102,19 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     return prog, launch
 
 
-def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
-          block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
-          func_type: str = "union1", atomics: bool = False, rows: str = "thread", regrid: bool = False,
-          **_) -> dict:
-    """Raise PassError when the binding is illegal; else return the plan ``apply`` follows."""
+def check(program: N.Program, *, reduce: str = "tree", **kw) -> dict:
+    """Raise PassError when the binding is illegal; else return the plan ``apply`` follows.
+    ``reduce`` other than "tree" must have block reductions to fold (``warp_reduce``)."""
+    plan = _check(program, reduce=reduce, **kw)
+    if reduce != "tree":
+        warp_reduce.check_planned(plan, reduce)
+    return plan
+
+
+def _check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
+           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
+           func_type: str = "union1", atomics: bool = False, rows: str = "thread", regrid: bool = False,
+           reduce: str = "tree", **_) -> dict:
     if target not in TARGETS:
         raise PassError(NAME, f"unknown target '{target}' (one of {', '.join(TARGETS)})", code="XP4001")
     try:
@@ -136,6 +147,7 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
                         f"rows='{rows}' binds a loop's iterations to cuda/hip thread blocks, not {target}", func)
     if target in SIMT and block not in BLOCK_SIZES:
         raise PassError(NAME, f"block size {block} is not one of {BLOCK_SIZES}", func)
+    warp_reduce.check_reduce(reduce, target, block, func)
     if target == "bang" and func_type not in ("block", "union1", "union2", "union4"):
         raise PassError(NAME, f"unknown BANG function type '{func_type}'", func)
     if target == "bang" and (tasks < 1 or func_type.startswith("union") and tasks % (4 * int(func_type[5:])) != 0):
@@ -144,15 +156,16 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     spliced = splice_blocks(program, func, omp_regions=target != "c")
     if spliced is not program:      # an inlined helper's body as top-level statements, then plan
         plan = check(spliced, entry=entry, target=target, mode=mode, loop=loop, block=block,
-                     grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows)
+                     grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows,
+                     reduce=reduce)
         plan.setdefault("program", spliced)
         return plan
     if target == "c":
         return _plan_c(program, func, loop)
     if rows == "block":
-        return _plan_block_rows(program, func, target, loop, block, grid_cap)
+        return _plan_block_rows(program, func, target, loop, block, grid_cap, reduce)
     if rows == "core":
-        return _plan_block_core(program, func, target, loop, block, grid_cap)
+        return _plan_block_core(program, func, target, loop, block, grid_cap, reduce)
     try:
         return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
     except PassError as first:
@@ -168,7 +181,7 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
         if loop is not None or dims is not None or atomics:
             raise first from None
         try:                       # ordered phases in one block / one task (passes/phases.py)
-            return _plan_phases(program, func, target, block, grid_cap, tasks, func_type)
+            return _plan_phases(program, func, target, block, grid_cap, tasks, func_type, reduce)
         except PassError as second:
             at = N.Comment("", loc=N.Loc(first.file, first.line, first.col or 0)) if first.file else None
             raise PassError(NAME, f"{first.why}; {second.why}", at, first.code) from None
@@ -177,7 +190,8 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
 def candidates(program: N.Program, target: str) -> list:
     """Legal parameter sets: each bindable loop x block size x grid cap (cuda/hip), x task
     configurations (bang); on cuda/hip also each loop whose iterations can run one per block
-    (``rows="block"``) x block size x grid cap; the retarget mode for SIMT -> SIMT."""
+    (``rows="block"``, else ``rows="core"``) x block size x grid cap, each also with
+    ``reduce="shuffle"`` where it has block reductions; the retarget mode for SIMT -> SIMT."""
     out = []
     for f in program.kernels or program.funcs:
         if f.body is None:
@@ -201,11 +215,13 @@ def candidates(program: N.Program, target: str) -> list:
                     check(program, entry=f.name, **base, rows="block")
                     out += [dict(base, rows="block", block=b, grid_cap=cap)
                             for b in block_rows.BLOCK_SIZES for cap in block_rows.GRID_CAPS]
+                    out += warp_reduce.variants(program, f.name, dict(base, rows="block"), block_rows)
                 except PassError:
                     try:             # else a block per task (buffers, nested loops; passes/block_core.py)
                         check(program, entry=f.name, **base, rows="core")
                         out += [dict(base, rows="core", block=b, grid_cap=cap)
                                 for b in block_core.BLOCK_SIZES for cap in block_core.GRID_CAPS]
+                        out += warp_reduce.variants(program, f.name, dict(base, rows="core"), block_core)
                     except PassError:
                         pass
             try:
@@ -551,21 +567,21 @@ def _fresh_namer(func):
     return fresh
 
 
-def _plan_phases(program, func, target, block, grid_cap, tasks, func_type) -> dict:
+def _plan_phases(program, func, target, block, grid_cap, tasks, func_type, reduce="tree") -> dict:
     """Scalar reductions and dependent sibling nests: the kernel as ordered phases of one block
     (cuda/hip) or one task (bang); see passes/phases.py."""
     fresh = _fresh_namer(func)
-    body, launch = phases.try_plan(program, func, target, block, fresh)
+    body, launch = phases.try_plan(program, func, target, block, fresh, reduce)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": tasks,
             "func_type": func_type, "atomic": ()}
 
 
-def _plan_block_rows(program, func, target, loop, block, grid_cap) -> dict:
+def _plan_block_rows(program, func, target, loop, block, grid_cap, reduce="tree") -> dict:
     """``rows="block"``: the loop's iterations (rows) on thread blocks, its inner loops over the
     block's threads with block reductions; see passes/block_rows.py."""
     lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
-    pl = block_rows.plan(program, func, lp, target, block)
+    pl = block_rows.plan(program, func, lp, target, block, reduce)
     fresh = _fresh_namer(func)
     body, launch = block_rows.build(program, func, pl, trip_count_expr(program, func, lp), grid_cap, fresh)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
@@ -573,11 +589,11 @@ def _plan_block_rows(program, func, target, loop, block, grid_cap) -> dict:
             "func_type": "union1", "atomic": ()}
 
 
-def _plan_block_core(program, func, target, loop, block, grid_cap) -> dict:
+def _plan_block_core(program, func, target, loop, block, grid_cap, reduce="tree") -> dict:
     """``rows="core"``: the loop's iterations (BANG tasks) on thread blocks, their buffers one
     copy per block, their leaf loops over the block's threads; see passes/block_core.py."""
     lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
-    pl = block_core.plan(program, func, lp, target, block, grid_cap, _fresh_namer(func))
+    pl = block_core.plan(program, func, lp, target, block, grid_cap, _fresh_namer(func), reduce)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": pl["body"], "launch": pl["launch"], "globals": pl["globals"], "block": block,
             "grid_cap": grid_cap, "tasks": 4, "func_type": "union1", "atomic": ()}

@@ -63,7 +63,7 @@ def _at(node, outer):
     return node if getattr(node, "loc", None) is not None else outer
 
 
-def plan(program, func: N.Func, core: N.For, target: str, block: int, grid_cap, fresh) -> dict:
+def plan(program, func: N.Func, core: N.For, target: str, block: int, grid_cap, fresh, reduce: str = "tree") -> dict:
     """The one-block-per-core form of ``core`` (a top-level loop of ``func``): the new body of
     ``func``, the launch, and the file-scope arrays to declare; raises PassError."""
     from .binding import check_prelude_reads, check_uniform_prelude
@@ -157,7 +157,7 @@ def plan(program, func: N.Func, core: N.For, target: str, block: int, grid_cap, 
                     out.append(s)       # a scalar recurrence that stores nothing (an argmax): every
                     continue            # thread runs it alike, reading what the last barrier ordered
                 barrier()
-                out.append(spread_loop(s, reds, types, block, tid, fresh, trees))
+                out.append(spread_loop(s, reds, types, block, tid, fresh, trees, reduce, target))
                 barrier()
             elif isinstance(s, (N.CFor, N.While)):
                 raise PassError(NAME, f"rows='core': a {type(s).__name__} loop (only counted loops are lowered)",
@@ -193,7 +193,7 @@ def plan(program, func: N.Func, core: N.For, target: str, block: int, grid_cap, 
     grid = tconst if tconst is not None else DEFAULT_GRID
     if grid_cap:
         grid = min(grid, grid_cap)
-    trees_bytes = sum(block * itemsize(t.type.elem.dtype) for t in trees)
+    trees_bytes = sum(t.type.dims[0].value * itemsize(t.type.elem.dtype) for t in trees)   # B, or B / 32 slots
     shared, slices, used = [], [], 0
     for a in arrays:
         if used + sizes[a.name] <= SHARED_BYTES:

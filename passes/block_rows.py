@@ -59,7 +59,7 @@ def _has_loop(s) -> bool:
     return any(isinstance(n, (N.For, N.CFor, N.While)) for n in walk(s))
 
 
-def plan(program, func: N.Func, row: N.For, target: str, block: int) -> dict:
+def plan(program, func: N.Func, row: N.For, target: str, block: int, reduce: str = "tree") -> dict:
     """The one-block-per-row plan of ``row`` (a top-level loop of ``func``); raises PassError."""
     if target not in ("cuda", "hip"):
         raise PassError(NAME, f"rows='block' binds rows to cuda/hip thread blocks, not {target}", row)
@@ -113,7 +113,7 @@ def plan(program, func: N.Func, row: N.For, target: str, block: int) -> dict:
     if not any(h == "par" for _, h, _ in units):
         raise PassError(NAME, f"rows='block': the body of loop '{row.var}' has no loop to spread over the block",
                         _at(row, func), "XP4002")
-    return {"units": units, "block": block, "row": row}
+    return {"units": units, "block": block, "row": row, "reduce": reduce, "target": target}
 
 
 def _column_loop(program, func, s: N.For, row: N.For) -> dict:
@@ -141,7 +141,8 @@ def _at(node, outer):
     return node if getattr(node, "loc", None) is not None else outer
 
 
-def spread_loop(s: N.For, reds: dict, types: dict, B: int, tid, fresh, shared: list) -> N.Block:
+def spread_loop(s: N.For, reds: dict, types: dict, B: int, tid, fresh, shared: list, reduce: str = "tree",
+                target: str = "cuda") -> N.Block:
     """The column loop ``s`` spread over the block's threads (``threadIdx.x``, block-stride); each
     reduction ``reds`` accumulates a per-thread partial, and the partials meet in a shared-memory
     tree (its ``__shared__ T xp_red_acc[B]`` appended to ``shared``, for the top of the kernel)
@@ -155,7 +156,7 @@ def spread_loop(s: N.For, reds: dict, types: dict, B: int, tid, fresh, shared: l
         init = N.Var(acc) if r.op in phases.IDEMPOTENT else \
             N.Const(phases.IDENTITY[r.op], "int32", str(phases.IDENTITY[r.op]))
         pre.append(N.Decl(p, t, init))
-        tree = phases._tree(N.Var(acc), N.Var(p), red, t, r.op, B, tid, fresh)
+        tree = phases.block_reduce(N.Var(acc), N.Var(p), red, t, r.op, B, tid, fresh, reduce, target)
         shared.append(tree[0])
         post += tree[1:]
     loop = s.with_(body=substitute(s.body, mapping), binding="threadIdx.x")
@@ -197,7 +198,8 @@ def build(program, func: N.Func, pl: dict, trip, grid_cap, fresh):
             continue
         if pending and phases.writes_memory(s):
             barrier()
-        out.append(spread_loop(s, reds, types, B, tid, fresh, shared))
+        out.append(spread_loop(s, reds, types, B, tid, fresh, shared, pl.get("reduce", "tree"),
+                               pl.get("target", "cuda")))
         if reds:
             pending, tree_open = False, True     # the tree's barriers ordered the loop's stores and reads
         else:

@@ -361,7 +361,8 @@ def build(program, func: N.Func, target: str, ph: dict, fresh):
             mapping[acc] = N.Var(p)
             init = N.Var(acc) if r.op in IDEMPOTENT else N.Const(IDENTITY[r.op], "int32", str(IDENTITY[r.op]))
             pre.append(N.Decl(p, t, init))
-            post += _tree(N.Var(acc), N.Var(p), red, t, r.op, B, tid, fresh)
+            post += block_reduce(N.Var(acc), N.Var(p), red, t, r.op, B, tid, fresh, ph.get("reduce", "tree"),
+                                 target)
         loop = s.with_(body=substitute(s.body, mapping), binding="threadIdx.x")
         out.append(N.Block(tuple(pre) + (loop,) + tuple(post), loc=s.loc))
         if not post and writes_memory(s):
@@ -470,11 +471,23 @@ def _tree(acc, part, red, t, op, B, tid, fresh) -> list:
     ]
 
 
-def try_plan(program, func, target, block, fresh):
+def block_reduce(acc, part, red, t, op, B, tid, fresh, reduce="tree", target="cuda") -> list:
+    """The block's partials ``part`` of ``op`` folded into ``acc`` in every thread:
+    ``[__shared__ declaration, statements...]``; ``reduce`` "tree" (:func:`_tree`) or "shuffle"
+    (warp shuffles, ``passes/warp_reduce.py``)."""
+    if reduce == "shuffle":
+        from .warp_reduce import shuffle
+        return shuffle(acc, part, red, t, op, B, tid, fresh, target)
+    return _tree(acc, part, red, t, op, B, tid, fresh)
+
+
+def try_plan(program, func, target, block, fresh, reduce="tree"):
     """(body, launch) or raise PassError (XP4001) saying why the phases form does not apply."""
     try:
         # bang: the whole body in one task is the sequential program itself
         ph = plan(program, func, target, block) if target != "bang" else None
+        if ph is not None:
+            ph["reduce"] = reduce
         return build(program, func, target, ph, fresh)
     except NotPhases as e:
         raise PassError(NAME, f"phases: {e.why}", e.node if getattr(e.node, "loc", None) else func) from None

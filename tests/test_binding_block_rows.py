@@ -125,9 +125,12 @@ def test_rows_block_is_for_simt_targets_only():
 def test_candidates_offer_block_rows_where_legal():
     prog = parse_file(EX / "layernorm" / "layernorm.c")
     cands = binding.candidates(prog, "hip")
-    rows = [c for c in cands if c.get("rows") == "block"]
+    rows = [c for c in cands if c.get("rows") == "block" and "reduce" not in c]
     assert sorted((c["block"], c["grid_cap"] or 0) for c in rows) == \
         sorted((b, cap or 0) for b in (128, 256, 512) for cap in (None, 1024))
+    # each also with the warp-shuffle reductions (tests/test_reduce_shuffle.py)
+    assert sorted((c["block"], c["grid_cap"] or 0) for c in cands if c.get("reduce") == "shuffle") == \
+        sorted((c["block"], c["grid_cap"] or 0) for c in rows)
     assert all(c["loop"] == "r" and c["target"] == "hip" for c in rows)
     assert any("rows" not in c for c in cands)            # one row per thread stays a candidate
     for c in rows[:1]:                                    # each applies
