@@ -49,6 +49,12 @@ MAX_ILP = 8
 #: bytes of one DRAM sector: a warp's access whose adjacent threads are further apart than one
 #: element moves up to this much per element (cuda/hip kernels of bound loops)
 SECTOR = 32
+#: cuda/hip: a global access of at least this many bytes per thread (``float4``) counts
+#: :data:`WIDE_FACTOR` of its bytes. On the H200 our scalar elementwise outputs moved ~2.7 TB/s
+#: where PyTorch's vectorized kernels moved ~3.4 (benchmarks/RESULTS.md): 4-byte accesses reach
+#: about 0.8 of what 16-byte ones do. A ranking term, not a calibration.
+WIDE_BYTES = 16
+WIDE_FACTOR = 0.8
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,8 @@ def _ival(e, env: dict):
                     "/": lambda: a // b if isinstance(a, int) and isinstance(b, int) else a / b,
                     "%": lambda: a % b, "<<": lambda: a << b, ">>": lambda: a >> b,
                     "<": lambda: int(a < b), ">": lambda: int(a > b), "<=": lambda: int(a <= b),
-                    ">=": lambda: int(a >= b)}[e.op]()
+                    ">=": lambda: int(a >= b), "==": lambda: int(a == b), "!=": lambda: int(a != b),
+                    "&": lambda: a & b, "|": lambda: a | b}[e.op]()
         except (KeyError, ZeroDivisionError, TypeError, ValueError):
             return None
     if isinstance(e, N.Cond):
@@ -145,12 +152,15 @@ class _Model:
         self.saturate = 1         # parallel iterations that fill the machine (set by estimate)
         self.xvars: list = []     # variables of the loops bound to the x threads, outermost first
         self.defs: dict = {}      # scalar -> its initializer (for the thread stride of an index)
+        self.wide = False         # cuda/hip: 16-byte global accesses count WIDE_FACTOR of their bytes
 
     def _bytes(self, t) -> int:
         from xpiler.dtypes import itemsize
         while isinstance(t, (N.Pointer, N.Array)):
             t = t.elem
         try:
+            if isinstance(t, N.Vector):
+                return itemsize(t.elem.dtype) * t.n
             return itemsize(t.dtype) if isinstance(t, N.Scalar) else 4
         except Exception:
             return 4
@@ -200,6 +210,14 @@ class _Model:
             self.stmt(s.body, count * UNKNOWN_TRIP, inner + ["?"])
         elif isinstance(s, N.If):
             self.expr(s.cond, count, inner)
+            taken = self._address_test(s.cond)
+            if taken is not None:
+                # a test of pointer addresses (vectorize_simt's alignment test): the buffers a
+                # launch gets are aligned (cudaMalloc: 256 bytes), so only the taken branch runs
+                branch = s.then if taken else s.else_
+                if branch is not None:
+                    self.stmt(branch, count, inner)
+                return
             self.stmt(s.then, count, inner)
             if s.else_ is not None:
                 self.stmt(s.else_, count, inner)
@@ -237,23 +255,41 @@ class _Model:
         elif isinstance(s, N.Return) and s.value is not None:
             self.expr(s.value, count, inner)
 
+    def _address_test(self, cond):
+        """The value of a condition over pointer parameters' addresses (``((size_t)x & 15) == 0``)
+        with every pointer parameter at an aligned address; None for any other condition."""
+        names = {n.name for n in walk(cond) if isinstance(n, N.Var)}
+        if not names & self.global_ptrs:
+            return None
+        v = _ival(cond, {**self.env, **{p: 0 for p in self.global_ptrs}})
+        return None if v is None else bool(v)
+
     def access(self, e, count: float, inner: list, write: bool = False):
         if isinstance(e, N.Index):
             base = e.base
             while isinstance(base, N.Index):
                 base = base.base
+            width = None
+            if isinstance(base, N.Cast) and isinstance(base.type, N.Pointer):
+                # ((const float4 *)x)[v]: the element is the cast's pointee, the buffer x
+                width = self._bytes(base.type.elem)
+                while isinstance(base, N.Cast):
+                    base = base.expr
             name = base.name if isinstance(base, N.Var) else None
             used = {n.name for n in walk(e) if isinstance(n, N.Var)}
             c = count
             if inner and inner[-1] != "?" and inner[-1] not in used:
                 # the same element across the innermost loop: kept in a register / the L1
                 c = count / max(1.0, self._trips_of_innermost(inner))
-            nbytes = self.elem.get(name, 4) * c
+            elem = width or self.elem.get(name, 4)
+            nbytes = elem * c
             level = "global" if name in self.global_ptrs else self.levels.get(name, "global")
             if level == "global":
                 stride = self._thread_stride(e.index)
                 if stride > 1:       # uncoalesced: each thread's element in its own sector
-                    nbytes *= min(stride * self.elem.get(name, 4), SECTOR) / self.elem.get(name, 4)
+                    nbytes *= min(stride * elem, SECTOR) / elem
+                elif self.wide and elem >= WIDE_BYTES:
+                    nbytes *= WIDE_FACTOR
                 self.g += nbytes
             elif level == "onchip":
                 self.o += nbytes
@@ -380,6 +416,7 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
         m.elem[p.name] = m._bytes(p.type)
     # the trip count of each loop variable, for the "same element across the innermost loop" rule
     m.threads = max(1, threads)
+    m.wide = dialect in ("cuda", "hip")
     m.saturate = MACHINES.get(dialect, MACHINES["c"]).saturate
     m._last_trip = {lp.var: _trip(lp, m.env) for lp in walk(fn.body) if isinstance(lp, N.For)}
     m.stmt(fn.body, float(max(1, threads)), [])
