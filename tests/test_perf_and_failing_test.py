@@ -89,3 +89,22 @@ def test_failing_test_reproduces_real_compiler_rejection(tmp_path):
     cand.write_text(HUGE_STACK_HIP.replace("60000", "4"))
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 1 and "compiles" in p.stdout
+
+
+def test_report_writes_the_performance_figure_it_links(tmp_path):
+    """Runs on any machine: a log with a perf row gives a report.md that links performance.png,
+    and the file is written (a regression once left the link without the file)."""
+    from xpiler.report import write_report
+    r = migrate(ROOT / "examples/relu/relu.cu", to="c", outdir=tmp_path / "o", perf=False)
+    log = tmp_path / "with_perf.jsonl"
+    row = {"instance": "default", "shape": "n=1024", "substrate": "hw:cpu-test", "kernel_ms": 0.5,
+           "baseline": "numpy", "baseline_ms": 0.25, "speedup_vs_baseline": 0.5}
+    lines = r.log_path.read_text().splitlines()
+    lines.insert(len(lines) - 1, json.dumps({"type": "perf", "seq": 10_000, "rows": [row]}))
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "report"
+    out.mkdir()
+    write_report(out, ROOT / "examples/relu/relu.cu", load_spec(ROOT / "examples/relu/relu.cu.toml"), r, log)
+    md = (out / "report.md").read_text()
+    assert "![performance](performance.png)" in md
+    assert (out / "performance.png").stat().st_size > 1000

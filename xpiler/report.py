@@ -206,6 +206,8 @@ def write_report(outdir: Path, src: Path, spec, result, log_path: Path, owner=No
         perf[f"migrated kernel ({r['substrate']}, {r['instance']})"] = r["kernel_ms"]
         perf[f"{r['baseline']} ({r['instance']})"] = r["baseline_ms"]
     ppng = _perf_png(perf)
+    if ppng:
+        put("performance.png", ppng)
     spng = _search_png(events)
     if spng:
         put("search.png", spng)
