@@ -35,10 +35,12 @@ original loop, unchanged.
 Legality (:func:`check`; refusals are ``PassError`` XP4001 naming the statement, XP4002 when
 there is no such loop):
 
-* the entry is pure scalar declarations and exactly one loop over all ``E`` elements, bound to
+* the entry is pure scalar declarations and one loop over all ``E`` elements, bound to
   ``global.x`` (``lo = 0``, ``step = 1``) or in the parsed grid-stride form that
   ``passes/regrid.py`` checks (no other use of a parallel builtin, no barrier, shared memory,
-  warp collective or fragment);
+  warp collective or fragment); in the bound form other statements may follow the loop (the
+  ``once`` tail of the AVX-512 lane route) when none of their accesses can meet an element of
+  ``[0, E)`` the loop writes, or write one it reads (:func:`_check_after`, a Z3 proof per pair);
 * in the body every use of a pointer parameter is ``p[i]`` with ``i`` the loop variable itself
   (unit stride, no offset), the parameter a ``float`` buffer; ``&p[i]``, pointer arithmetic and
   local arrays are refused;
@@ -101,6 +103,8 @@ def check(program: N.Program, *, entry: str, width: int = 4, block: int = 256, g
         raise PassError(NAME, "the kernel has no body", func, "XP4002")
     loop, form = _the_loop(program, func)
     body_checks = _check_body(program, func, loop)
+    if form == "bound":
+        _check_after(program, func, loop, body_checks["reads"], body_checks["writes"])
     from .binding import trip_count_expr
     trip = trip_count_expr(program, func, N.For(loop.var, _int(0), loop.hi, _int(1), N.Block(())))
     if trip is None:
@@ -125,10 +129,14 @@ def _the_loop(program, func):
     (a parsed grid-stride loop, checked by passes/regrid.py)."""
     stmts = _stmts(func.body)
     loops = [s for s in stmts if isinstance(s, (N.For, N.CFor, N.While))]
-    if len(loops) != 1 or not isinstance(loops[0], N.For):
-        raise PassError(NAME, f"needs exactly one top-level elementwise loop, found {len(loops)} loops "
-                              f"(vectorized already, or more than one loop nest)", func, "XP4002")
-    loop = loops[0]
+    bound = [s for s in stmts if isinstance(s, N.For) and s.binding == "global.x" and _zero_one(s)]
+    if bound:
+        loop = bound[0]
+    elif len(loops) != 1 or not isinstance(loops[0], N.For):
+        raise PassError(NAME, f"needs one top-level elementwise loop, found {len(loops)} loops and none bound "
+                              f"to global.x from 0 by 1 (vectorized already, or no grid-stride loop)", func, "XP4002")
+    else:
+        loop = loops[0]
     if loop.binding is None:
         from . import regrid
         try:
@@ -139,14 +147,17 @@ def _the_loop(program, func):
         return loop, "stride"
     if loop.binding != "global.x":
         raise PassError(NAME, f"loop '{loop.var}' is bound to {loop.binding}, not global.x", loop, "XP4002")
-    if not (isinstance(loop.lo, N.Const) and loop.lo.value == 0 and isinstance(loop.step, N.Const)
-            and loop.step.value == 1 and loop.cmp == "<"):
+    if not _zero_one(loop):
         raise PassError(NAME, f"loop '{loop.var}' does not run 0, 1, ..., E - 1 (its vectors would not start "
                               f"at element 0)", loop)
     assigned = D.assigned_names(func.body)
+    after = False
     for s in stmts:
         if s is loop:
+            after = True
             continue
+        if after:
+            continue                 # statements after the loop: _check_after
         if not (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None
                 and s.name not in assigned and not any(
                     isinstance(n, (N.Index, N.Call, N.Intrinsic, N.AssignExpr)) or
@@ -166,6 +177,44 @@ def _the_loop(program, func):
             if d is not None and d.category in ("warp", "wmma", "mfma"):
                 raise PassError(NAME, f"'{n.name}' is a {d.category} collective", n)
     return loop, "bound"
+
+
+def _zero_one(loop) -> bool:
+    return (isinstance(loop.lo, N.Const) and loop.lo.value == 0 and isinstance(loop.step, N.Const)
+            and loop.step.value == 1 and loop.cmp == "<")
+
+
+def _check_after(program, func, loop, reads: set, writes: set) -> None:
+    """Statements after the loop (a bound ``once`` tail, another bound loop) run in threads that
+    now own other iterations of the loop. They keep their meaning when none of their accesses can
+    meet an element of ``[0, E)`` that the loop writes, and none of their writes an element it
+    reads: proven with the dependence module's solver, each pair on its own."""
+    from .binding import _never_same
+    stmts = func.body.stmts
+    at = next((k for k, s in enumerate(stmts) if s is loop), None)
+    if at is None:
+        raise PassError(NAME, "the loop sits in a nested block: its neighbours cannot be checked", loop)
+    rest = [s for s in stmts[at + 1:] if not isinstance(s, (N.Comment, N.Pragma))
+            and not (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar))]
+    if not rest:
+        return
+    view = D.analysis_view(func)
+    vloop = D._same_position(func, view, loop)
+    mine = [a for a in D.collect(vloop.body, view, program) if a.buffer in reads | writes]
+    top_assigned = D.assigned_names(view.body)
+    k = next(k for k, s in enumerate(view.body.stmts) if s is vloop)
+    for s in view.body.stmts[k + 1:]:
+        if isinstance(s, (N.Comment, N.Pragma)) or isinstance(s, N.Decl) and isinstance(s.type, N.Scalar):
+            continue
+        for a in D.collect(s, view, program):
+            for w in mine:
+                if a.buffer != w.buffer or a.mode == "r" and w.mode == "r":
+                    continue
+                if a.index is None or w.index is None or not _never_same(program, view, s, vloop, a, w, top_assigned):
+                    raise PassError(NAME, f"a statement after loop '{loop.var}' may touch an element of "
+                                          f"'{a.buffer}' that the loop {'writes' if w.mode != 'r' else 'reads'} "
+                                          f"(its threads own other elements once the loop is vectorized)",
+                                    s if getattr(s, "loc", None) is not None else loop)
 
 
 def _elem(p: N.Param):
@@ -289,9 +338,11 @@ def apply(program: N.Program, *, entry: str, width: int = 4, block: int = 256, g
             name = _fresh_name(func, f"{base}_{k}")
         taken.add(name)
         return name
+    def suffixed(name):          # x -> x4, v_l1 -> v_l1_4
+        return f"{name}_{W}" if name[-1].isdigit() else f"{name}{W}"
     bufs = sorted(plan["reads"] | plan["writes"])
-    vname = {b: fresh(f"{b}{W}") for b in bufs}
-    vvar = fresh(f"{loop.var}{W}")
+    vname = {b: fresh(suffixed(b)) for b in bufs}
+    vvar = fresh(suffixed(loop.var))
     vt = {b: N.Vector(N.Scalar("float32", "float"), W, VECTOR_OF["float32"][0]) for b in bufs}
     itype = loop.var_type or N.Scalar("int32", "int")
     E = loop.hi

@@ -279,3 +279,55 @@ def test_hip_vector_form_compiles_with_nvcc_through_hip_on_cuda(tmp_path):
     cp = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-x", "cu", f"-I{simt}", f"-I{simt / 'gpu_include'}",
                          "-c", str(src), "-o", str(tmp_path / "add.o")], capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
+
+
+# ------------------------------------------------------ the AVX-512 lane route: a loop and a tail
+def _flat_avx512(name):
+    """relu_avx512.c / add_avx512.c after the tuner's lane route (fusions, contractions, collapse,
+    binding): the flat grid-stride loop, then the masked tail in a ``once`` loop."""
+    from xpiler.migration.stage import Stage
+    from xpiler.passes.base import get
+    from xpiler.schedule.routes_lanes import lane_routes
+    from xpiler.schedule.step import StepContext, apply_step
+    from xpiler.schedule.tune import sequence_steps
+    p = get("detensorize").apply(parse_file(EX / name.split("_")[0] / f"{name}.c", "c"), entry=name, target="cuda")
+    p = p[0] if isinstance(p, tuple) else p
+    st = Stage(p, "c", name, {})
+    st.text = print_program(p, "c")
+    ctx = StepContext({}, [])
+    flat = st
+    for s in sequence_steps(lane_routes(st, "cuda", ctx)[0]):
+        flat = apply_step(s, flat, ctx)
+    return flat.program
+
+
+@pytest.mark.parametrize("name", ["relu_avx512", "add_avx512"])
+def test_lane_route_output_vectorizes_beside_its_tail_and_verifies(name):
+    """The tail after the loop touches only elements from nvec * 16 on: proven disjoint from the
+    loop's [0, nvec * 16), so the threads' new ownership cannot meet it."""
+    prog = _flat_avx512(name)
+    vec, launch = V.apply(prog, entry=name, block=256, grid_cap=None)
+    text = print_program(vec, "cuda")
+    assert "float4" in text and "once < 1" in text
+    src = EX / name.split("_")[0] / f"{name}.c"
+    v, names = verify(vec, src, "cuda", launch, sizes=(1, 3, 15, 16, 17, 18, 19, 35, 4097))
+    assert v.verified
+    assert {"n3", "n18", "n19"} <= names
+
+
+def test_a_statement_after_the_loop_that_meets_its_elements_is_refused():
+    from xpiler.ir import nodes as N
+    text = ("void k(const float* x, float* y, int n) { for (int i = 0; i < n - 1; i++) y[i] = x[i]; "
+            "for (int t = 0; t < 1; t++) y[%s] = 2.0f; }")
+
+    def marked(where):
+        p = parse_text(text % where, "c", "k.c")
+        f = p.func("k")
+        a, b = f.body.stmts
+        nf = f.with_(body=f.body.with_(stmts=(a.with_(binding="global.x"), b.with_(binding="global.x"))),
+                     kind="kernel")
+        return p.with_(dialect="cuda", items=tuple(nf if isinstance(it, N.Func) else it for it in p.items))
+    V.check(marked("n - 1"), entry="k")         # past the loop's last element: disjoint
+    with pytest.raises(PassError) as e:
+        V.check(marked("n / 2"), entry="k")
+    assert "after loop 'i'" in e.value.why and e.value.code == "XP4001"
