@@ -13,6 +13,13 @@
    passed on at least the unrepaired test's instances and seeds.
 
     python benchmarks/repair_mutants.py [--limit N] [--shard K/N] [--per-kind N] [--json OUT]
+    python benchmarks/repair_mutants.py --aggregate R.json... --classes benchmarks/results/uncaught_mutants.json
+
+A mutant that still passes its test is not repaired; ``--classes`` (the output of
+``benchmarks/uncaught_mutants.py``) says which of those are equivalent to the original (proven
+or argued) and which are missed bugs, and the table counts them in separate columns. The
+issue's rate stays *repaired and verified / planted* (planted unchanged); beside it, the rate
+over the non-equivalent mutants: repaired and verified / (planted - equivalent).
 
 Without repair (--no-repair) no mutant is repaired: 0% by construction (a failing candidate is
 dropped), so that column is stated, not run.
@@ -232,7 +239,23 @@ def _inverse(r: dict) -> bool:
     return r.get("sketch") == UNDO.get(r["kind"])
 
 
-def table(rows: list[dict]) -> str:
+def _cls(r: dict, classes: dict) -> str:
+    """'failing', or for a mutant that passes its test: 'proven' / 'argued' (equivalent),
+    'missed' (a bug the test misses), '?' (not classified)."""
+    if r["failing"]:
+        return "failing"
+    c = classes.get(r["id"])
+    if c is None:
+        return "?"
+    if c.get("class") == "a":
+        return "proven" if "proven" in c.get("label", "") else "argued"
+    return "missed"
+
+
+def table(rows: list[dict], classes: dict | None = None) -> str:
+    """The table; with ``classes`` (uncaught_mutants.py rows by ID) the mutants that pass their
+    test are split into equivalent (proven / argued) and missed, and the rate over the
+    non-equivalent mutants is added."""
     def pct(a, b):
         return f"{100 * a / b:.0f}%" if b else "-"
 
@@ -242,24 +265,41 @@ def table(rows: list[dict]) -> str:
 
     def med(xs):
         return f"{statistics.median(xs):.1f}" if xs else "-"
-    lines = ["| by | planted | failing (used) | still passing (not failing) | repaired and verified | "
-             "rate (of planted) | rate (of failing) | median repair s | p90 repair s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    cl = classes is not None
+    classes = classes or {}
+    if cl:
+        lines = ["| by | planted | failing (used) | still passing: equivalent proven | equivalent argued | missed bug "
+                 "| not classified | repaired and verified | rate (of planted) | rate (of non-equivalent) | "
+                 "rate (of failing) | median repair s | p90 repair s |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    else:
+        lines = ["| by | planted | failing (used) | still passing (not failing) | repaired and verified | "
+                 "rate (of planted) | rate (of failing) | median repair s | p90 repair s |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+
+    def row(label, rs):
+        f = [r for r in rs if r["failing"]]
+        rep = [r for r in f if r.get("repaired")]
+        ts = [r["time_s"] for r in rep]
+        if not cl:
+            return (f"| {label} | {len(rs)} | {len(f)} | {len(rs) - len(f)} | {len(rep)} | {pct(len(rep), len(rs))} | "
+                    f"{pct(len(rep), len(f))} | {med(ts)} | {q(ts, 0.9)} |")
+        k = defaultdict(int)
+        for r in rs:
+            k[_cls(r, classes)] += 1
+        noneq = len(rs) - k["proven"] - k["argued"]
+        return (f"| {label} | {len(rs)} | {len(f)} | {k['proven']} | {k['argued']} | {k['missed']} | {k['?']} | "
+                f"{len(rep)} | {pct(len(rep), len(rs))} | {pct(len(rep), noneq)} | {pct(len(rep), len(f))} | "
+                f"{med(ts)} | {q(ts, 0.9)} |")
     for label, key in (("kind", "kind"), ("dialect", "dialect")):
         groups = defaultdict(list)
         for r in rows:
             groups[r[key]].append(r)
         for g, rs in sorted(groups.items()):
-            f = [r for r in rs if r["failing"]]
-            rep = [r for r in f if r.get("repaired")]
-            lines.append(f"| {label}: {g} | {len(rs)} | {len(f)} | {len(rs) - len(f)} | {len(rep)} | "
-                         f"{pct(len(rep), len(rs))} | {pct(len(rep), len(f))} | {med([r['time_s'] for r in rep])} | "
-                         f"{q([r['time_s'] for r in rep], 0.9)} |")
+            lines.append(row(f"{label}: {g}", rs))
+    lines.append(row("**all**", rows))
     f = [r for r in rows if r["failing"]]
     rep = [r for r in f if r.get("repaired")]
-    lines.append(f"| **all** | {len(rows)} | {len(f)} | {len(rows) - len(f)} | {len(rep)} | {pct(len(rep), len(rows))} | "
-                 f"{pct(len(rep), len(f))} | "
-                 f"{med([r['time_s'] for r in rep])} | {q([r['time_s'] for r in rep], 0.9)} |")
     allt = [r["time_s"] for r in f if "time_s" in r]
     if allt:
         lines.append(f"\nrepair time over all failing mutants (repaired or not): median {statistics.median(allt):.1f} s")
@@ -306,6 +346,12 @@ def _load_rows(paths) -> list[dict]:
     return rows
 
 
+def _load_classes(path) -> dict | None:
+    if not path:
+        return None
+    return {r["id"]: r for r in json.loads(Path(path).read_text())}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default="/tmp/xpiler-repair-bench")
@@ -323,6 +369,10 @@ def main() -> int:
                     help="only the mutants these result files ran (e.g. to re-run them with newer code)")
     ap.add_argument("--aggregate", nargs="+", metavar="JSON",
                     help="run nothing: the table over these result files, each mutant counted once")
+    ap.add_argument("--ids", nargs="+", help="only these mutant IDs")
+    ap.add_argument("--classes", metavar="JSON",
+                    help="uncaught_mutants.py's classification: the mutants that pass their test split into "
+                         "equivalent (proven / argued) and missed")
     a = ap.parse_args()
     work = Path(a.work)
     if a.fresh_cache:
@@ -340,7 +390,7 @@ def main() -> int:
         print(f"{len(rows)} distinct mutants in {len(a.aggregate)} files"
               + (f" ({len(stray)} match no current mutant)" if stray else "")
               + f"; {len(ms) - len(set(got) - set(stray))} of {len(ms)} planted not run")
-        print(table(rows))
+        print(table(rows, _load_classes(a.classes)))
         return 0
     if a.skip_done:
         done = identify(_load_rows(a.skip_done), ms)
@@ -350,6 +400,8 @@ def main() -> int:
         done = identify(_load_rows(a.only_done), ms)
         ms = [m for m in ms if m["id"] in done]
         print(f"{len(ms)} mutants run in {' '.join(a.only_done)}", flush=True)
+    if a.ids:
+        ms = [m for m in ms if m["id"] in a.ids]
     if a.kind:
         ms = [m for m in ms if m["kind"] in a.kind]
     if a.shard:
@@ -368,7 +420,7 @@ def main() -> int:
         if a.json:
             Path(a.json).write_text(json.dumps(rows, indent=1))
     print()
-    print(table(rows))
+    print(table(rows, _load_classes(a.classes)))
     print("\nwithout repair (--no-repair): 0 repaired by construction (a failing candidate is dropped); not run")
     return 0
 

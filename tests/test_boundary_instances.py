@@ -245,7 +245,8 @@ def test_an_instance_at_the_boundary_already_adds_nothing(tmp_path):
 
 def test_chunk_loop_with_a_run_length_computed_from_sizes(tmp_path):
     ds, spec = _derive(tmp_path, "c.c", CHUNK_C, CHUNK_SPEC)
-    assert len(ds) == 1
+    # since 2026-12-04 `if (run > n)`, false on every instance of the spec, also gets one (n = 1)
+    assert len(ds) == 2 and "`if (run > n)` at c.c:3 is true here" in ds[1].reasons[0]
     n, c = ds[0].sizes["n"], ds[0].sizes["C"]
     run = min(1000 // c, n)                  # as the kernel computes it
     assert n % run == 1 and n > run

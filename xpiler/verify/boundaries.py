@@ -45,10 +45,13 @@ from ..ir import nodes as N
 from ..ir.intrinsics import REGISTRY
 from ..ir.visit import walk
 
-MAX_DERIVED = 3          # derived instances per kernel
+MAX_DERIVED = 4          # derived instances per kernel
 EVAL_BUDGET = 4000       # kernel evaluations per derivation (deterministic bound on the search)
-SCAN_MAX = 1 << 14       # largest size value tried
+SCAN_MAX = 1 << 20       # largest size value tried (the element cap usually stops the scan first)
+SCAN_LINEAR_MAX = 1 << 14   # up to here a scan that meets the element cap scans linearly below it
+BRANCH_EVALS = 800       # kernel evaluations for all branch targets of one derivation
 MIN_CAP_ELEMENTS = 1 << 16
+BRANCH_CAP_ELEMENTS = 1 << 19   # element cap of an instance derived to take a branch no instance takes
 MIN_CAP_THREADS = 1 << 16
 WARP = {"cuda": 32, "hip": 64}
 _MINMAX = {"min": min, "max": max, "fminf": min, "fmaxf": max, "fmin": min, "fmax": max, "std::min": min,
@@ -125,6 +128,7 @@ class _Eval:
         """{id(loop): (loop, lo, hi, step)} for thread/task ``index`` (0 or 1) of ``inst``, and
         whether the kernel refused the instance (a failed assert)."""
         self.obs: dict = {}
+        self.conds: dict = {}
         self.refused = False
         self.depth = 0
         self.b = self._builtins(inst, index)
@@ -138,6 +142,8 @@ class _Eval:
             pass
         except (RecursionError, ZeroDivisionError, OverflowError, ValueError):
             pass
+        for key, (node, val) in self.conds.items():     # branches: ("if", id) -> (If, value, None, None)
+            self.obs[("if", key)] = (node, val, None, None)
         return self.obs, self.refused
 
     def _builtins(self, inst, index) -> dict:
@@ -352,6 +358,10 @@ class _Eval:
             self.ev(s.expr, env)
         elif isinstance(s, N.If):
             c = self.ev(s.cond, env)
+            if _num(c) and not any(isinstance(n, N.Builtin) for n in walk(s.cond)):
+                old = self.conds.get(id(s))
+                val = bool(c) if old is None or old[1] == bool(c) else None   # None: both ways in one run
+                self.conds[id(s)] = (s, val)
             if _num(c):
                 br = s.then if c else s.else_
                 if br is not None:
@@ -421,12 +431,13 @@ def _quantity(e, step):
 # ------------------------------------------------------------------------------ targets
 @dataclass
 class _Target:
-    kind: str           # tile | warp | stride
-    key: int            # id() of the For node in its program
-    loop: N.For
+    kind: str           # tile | warp | stride | branch
+    key: object         # id() of the For node in its program; ("if", id()) of the If node (branch)
+    loop: N.Stmt        # the For node (the If node of a branch target)
     kernel: int         # index into the kernels list
     text: str           # how the loop reads: "for (k0 = 0; k0 < K; k0 += TILE)"
     warp: int = 32      # lanes per warp/wavefront of that kernel's dialect
+    want: Optional[bool] = None   # branch: the value of the condition sought
 
     def where(self) -> str:
         loc = self.loop.loc
@@ -439,6 +450,8 @@ def _reached(t: _Target, o, *, search: bool) -> bool:
     an existing instance already covers it."""
     if o is None:
         return False
+    if t.kind == "branch":
+        return o[1] is not None and o[1] == t.want
     _, lo, hi, step = o
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
         return False
@@ -609,7 +622,23 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         for key in list(covered_obs):
             if key[0] == k.idx:
                 covered_obs[key] = [o0.get(key[1]) for _, o0, _ in per_inst]
-    order = {"tile": 0, "warp": 1, "stride": 2}
+        # branch targets: a condition on sizes only (no thread/task index; the same for thread
+        # 0 and 1) that every instance of the spec evaluates the same way; the other branch is
+        # never run (a fallback for sizes past an NRAM or shared-memory limit, a tail path)
+        conds: dict = {}
+        for inst, o0, o1 in per_inst:
+            for key, o in o0.items():
+                if isinstance(key, tuple) and key[0] == "if":
+                    other = o1.get(key)
+                    same = other is None or other[1] == o[1]
+                    conds.setdefault(key, []).append(o[1] if same else None)
+        for key, vals in conds.items():
+            if len(vals) == len(per_inst) and vals[0] is not None and all(v == vals[0] for v in vals):
+                node = next(o0[key][0] for _, o0, _ in per_inst if key in o0)
+                text = f"if ({_expr_text(node.cond, k.spec.dialect)})"
+                targets.append(_Target("branch", key, node, k.idx, text, WARP.get(k.spec.dialect, 32),
+                                       want=not vals[0]))
+    order = {"tile": 0, "warp": 1, "stride": 2, "branch": 3}
     targets.sort(key=lambda t: (order[t.kind], t.kernel, t.loop.loc.line if t.loop.loc else 0))
 
     # 2. drop targets an instance of the spec already reaches, and duplicates (same bound and step)
@@ -619,7 +648,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         obs = covered_obs.get((t.kernel, t.key), [])
         if any(_reached(t, o, search=False) for o in obs):
             continue
-        sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) if o else None for o in obs))
+        sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) if o else None for o in obs),
+               t.key if t.kind == "branch" else None)
         if sig in sig_seen:
             continue
         sig_seen.add(sig)
@@ -638,6 +668,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
     names = {i.name for i in base_insts}
     minv = {x: min(int(i.sizes.get(x, 1)) for i in base_insts) for x in spec0.sizes}
 
+    lim = {"el": cap_el}
+
     def build(sizes: dict, name: str):
         """The instance of every kernel's spec for ``sizes``, or None when any is not valid."""
         for x, g in gcds.items():
@@ -654,7 +686,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
             if not _launch_ok(inst) or inst.shared_bytes > cap_sh:
                 return None
             out.append(inst)
-        if _elements(out[0]) > cap_el or any(_threads(i) > cap_th for i in out):
+        if _elements(out[0]) > lim["el"] or any(_threads(i) > cap_th for i in out):
             return "big"
         return out
 
@@ -673,7 +705,9 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
 
     def above(t: _Target, o) -> bool:
         """The trip is long enough for the boundary: more than one step (tile, stride), or
-        into the last warp of the block (warp)."""
+        into the last warp of the block (warp); the branch is taken (branch)."""
+        if t.kind == "branch":
+            return _reached(t, o, search=True)
         if o is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in o[1:]) or o[3] < 2:
             return False
         n = o[2] - o[1]
@@ -703,7 +737,22 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         prev, v, start = None, lo_v, None
         while v <= SCAN_MAX and state["evals"] < budget:
             kind, _, o, _, _ = probe(v)
-            if kind == "big":
+            if kind == "big" and v > SCAN_LINEAR_MAX and prev is not None:
+                # past the old scan range: the largest value under the cap by bisection; the
+                # trip grows with the size, so if that one is not long enough none is
+                a, b = prev, v
+                while b - a > 1 and state["evals"] < budget:
+                    m = (a + b) // 2
+                    if probe(m)[0] == "big":
+                        b = m
+                    else:
+                        a = m
+                ka, _, oa, _, _ = probe(a)
+                if not (ka == "ok" and above(t, oa)):
+                    return None
+                v = a
+                kind, o = ka, oa
+            elif kind == "big":
                 start = prev if prev is not None else lo_v
                 break
             if kind == "ok" and above(t, o):
@@ -746,8 +795,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         for x in spec0.sizes:
             cur = base_sizes[x]
             # does X move this loop at all?
-            moved = False
-            for nv in (cur + 1, cur + 2, cur - 1, cur - 2, 2 * cur, cur // 2):
+            moved = t.kind == "branch"    # a condition flips far from the instance (an NRAM limit)
+            for nv in () if moved else (cur + 1, cur + 2, cur - 1, cur - 2, 2 * cur, cur // 2):
                 if nv < 1 or nv == cur:
                     continue
                 s2 = dict(base_sizes)
@@ -766,12 +815,20 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 best = hit
         return best
 
+    minimal = {x: max(1, g) for x, g in gcds.items()}   # every size at its smallest allowed value
     for t in todo:
         if state["evals"] >= budget:
             break
+        lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS) if t.kind == "branch" else cap_el
+        if t.kind == "branch":
+            state.setdefault("branch0", state["evals"])
+            if state["evals"] - state["branch0"] >= BRANCH_EVALS:
+                break
         done = False
         # merge into an instance derived for an earlier target, when one size more reaches this one
-        for d in reversed(derived):
+        # (a branch target gets an instance of its own: moved onto a loop's boundary instance it
+        # would make that one large, e.g. a long conv1d L with a wide filter)
+        for d in reversed(derived if t.kind != "branch" else []):
             hit = try_base(t, d.sizes, d.name, d.targets)
             if hit is not None:
                 _, sizes, x, v = hit
@@ -783,13 +840,20 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 break
         if done or len(derived) >= max_new:
             continue
-        for inst in sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i))):
-            hit = try_base(t, dict(inst.sizes), inst.name, [])
+        order_b = sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i)))
+        bases = [(dict(i.sizes), i) for i in order_b]
+        if t.kind == "branch":
+            # other sizes at their smallest, so the one that flips the branch can grow the most;
+            # then the smallest instance of the spec
+            bases = ([(minimal, order_b[0])] if isinstance(build(minimal, "probe"), list) else []) + bases[:1]
+        for sizes0, binst in bases:
+            hit = try_base(t, dict(sizes0), binst.name, [])
             if hit is not None:
                 _, sizes, x, v = hit
                 name = _fresh_name(names, len(derived) + 1)
                 names.add(name)
-                d = Derived(name, inst.name, sizes, {x: v}, [], [t])
+                changed = {k: w for k, w in sizes.items() if binst.sizes.get(k) != w}
+                d = Derived(name, binst.name, sizes, changed, [], [t])
                 d.reasons.append(_reason(t, x, v, build(sizes, name), ks))
                 derived.append(d)
                 break
@@ -812,7 +876,10 @@ def _reason(t: _Target, x, v, insts, ks) -> str:
     if isinstance(insts, list):
         o = ks[t.kernel].ev.run(insts[t.kernel])[0].get(t.key)
     if o is None:
-        return f"loop `{t.text}` at {t.where()}"
+        return f"loop `{t.text}` at {t.where()}" if t.kind != "branch" else f"`{t.text}` at {t.where()}"
+    if t.kind == "branch":
+        return (f"`{t.text}` at {t.where()} is {'true' if t.want else 'false'} here (every instance of the spec "
+                f"takes the other branch)")
     _, lo, hi, step = o
     hi_txt = _expr_text(_quantity(t.loop.hi, step), ks[t.kernel].spec.dialect)
     st_txt = _expr_text(t.loop.step, ks[t.kernel].spec.dialect)

@@ -1,0 +1,243 @@
+"""Mutants the default test used to let through (issue 14, "uncaught mutants"), the derived
+instances that now catch them (xpiler/verify/boundaries.py: scans past 2**14, branch targets),
+and the classifier of benchmarks/uncaught_mutants.py."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import uncaught_mutants as U  # noqa: E402
+from xpiler.api import test as xtest  # noqa: E402
+from xpiler.spec import load_spec  # noqa: E402
+from xpiler.verify.boundaries import derive_for_files  # noqa: E402
+from xpiler.verify.tester import compare_kernels  # noqa: E402
+
+REF = '''import numpy as np
+
+
+def add(a, b, n):
+    return (np.asarray(a, dtype=np.float32).reshape(-1)[:n] + np.asarray(b, dtype=np.float32).reshape(-1)[:n]).astype(np.float32)
+
+
+def scale(x, n):
+    return (np.asarray(x, dtype=np.float32).reshape(-1)[:n] * np.float32(2.0)).astype(np.float32)
+'''
+
+SPEC_HEAD = '''dialect = "bang"
+
+[sizes]
+n = 4096
+
+[[shapes]]
+name = "odd"
+n = 1237
+
+[[shapes]]
+name = "large"
+n = 65536
+
+[[shapes]]
+name = "tiny"
+n = 5
+
+[launch]
+dim = [4, 1, 1]
+func_type = "union1"
+'''
+
+# the c -> bang migration of examples/add/add.c (benchmarks/repair_mutants.py plants its mutants
+# in it); mutant add.c-bang-off-by-one_bound-0 makes the bound `n - 1`
+ADD_MLU = '''#include <bang.h>
+
+extern "C" __mlu_global__ void add(const float *a, const float *b, float *c, int n) {
+    __nram__ float a_nram[8192];
+    __nram__ float b_nram[8192];
+    __nram__ float c_nram[8192];
+    for (int i_c = taskId * 8192; i_c < n; i_c += taskDim * 8192) {
+        int i_len = min(8192, n - i_c);
+        __memcpy(a_nram, a + i_c, i_len * sizeof(float), GDRAM2NRAM);
+        __memcpy(b_nram, b + i_c, i_len * sizeof(float), GDRAM2NRAM);
+        __bang_add(c_nram, a_nram, b_nram, (i_len + 31) / 32 * 32);
+        __memcpy(c + i_c, c_nram, i_len * sizeof(float), NRAM2GDRAM);
+    }
+}
+'''
+
+ADD_SPEC = 'entry = "add"\n' + SPEC_HEAD + '''
+[[args]]
+name = "a"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+
+[[args]]
+name = "b"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+
+[[args]]
+name = "c"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+
+[reference]
+python = "ref.py:add"
+'''
+
+# an NRAM fast path for n <= 8192 and a scalar fallback no instance of the spec reaches (the
+# shape of the migrated softmax/layernorm/gemv BANG kernels); the mutant strides the fallback by 2
+SCALE_MLU = '''#include <bang.h>
+
+extern "C" __mlu_global__ void scale(const float *x, float *y, int n) {
+    __nram__ float buf[8192];
+    if (n <= 8192) {
+        if (taskId == 0) {
+            __memcpy(buf, x, n * sizeof(float), GDRAM2NRAM);
+            __bang_mul_scalar(buf, buf, 2.0f, (n + 31) / 32 * 32);
+            __memcpy(y, buf, n * sizeof(float), NRAM2GDRAM);
+        }
+    } else {
+        for (int i = taskId; i < n; i += taskDim) {
+            y[i] = 2.0f * x[i];
+        }
+    }
+}
+'''
+
+SCALE_SPEC = 'entry = "scale"\n' + SPEC_HEAD.replace("n = 65536", "n = 8000") + '''
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+
+[reference]
+python = "ref.py:scale"
+'''
+
+
+def _write(tmp_path: Path, name: str, text: str, spec: str) -> Path:
+    (tmp_path / "ref.py").write_text(REF)
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    (tmp_path / (name + ".toml")).write_text(spec)
+    return p
+
+
+def _caught_only_by_derived(p: Path):
+    spec = load_spec(str(p) + ".toml")
+    # the spec's own instances (all the old derivation added for these kernels: nothing) pass it
+    assert compare_kernels(p, spec, seeds=(0, 1, 2), jobs=1, derive_boundaries=False).verified
+    v = xtest(p, str(p) + ".toml", seeds=(0, 1, 2), jobs=1, timeout=60)
+    assert not v.verified
+    assert v.failures[0].instance.startswith("boundary-")
+    return v
+
+
+def test_bang_sweep_bound_caught_past_old_scan_limit(tmp_path):
+    """add.c-bang-off-by-one_bound-0: `i_c < n - 1` over sweeps of taskDim * 8192 = 32768 drops
+    the last element only when n = 32768 k + 1; the scan stopped at 2**14 and derived nothing."""
+    good = _write(tmp_path, "add.mlu", ADD_MLU, ADD_SPEC)
+    ds = derive_for_files(good, load_spec(str(good) + ".toml"))
+    assert [d.sizes for d in ds] == [{"n": 32769}]
+    assert xtest(good, str(good) + ".toml", seeds=(0,), jobs=1, timeout=60).verified
+    bad = _write(tmp_path, "add_bad.mlu", ADD_MLU.replace("i_c < n;", "i_c < n - 1;"), ADD_SPEC)
+    v = _caught_only_by_derived(bad)
+    assert v.failures[0].code == "XP2102"      # the element past the last whole sweep is unwritten
+
+
+def test_bang_fallback_branch_gets_an_instance(tmp_path):
+    """A branch every instance of the spec skips (the fallback past the NRAM buffer) is run on a
+    derived instance; a wrong stride in it is caught."""
+    good = _write(tmp_path, "scale.mlu", SCALE_MLU, SCALE_SPEC)
+    ds = derive_for_files(good, load_spec(str(good) + ".toml"))
+    assert [d.sizes for d in ds] == [{"n": 8193}]
+    assert "is false here" in ds[0].reasons[0]
+    assert xtest(good, str(good) + ".toml", seeds=(0,), jobs=1, timeout=60).verified
+    bad = _write(tmp_path, "scale_bad.mlu", SCALE_MLU.replace("i += taskDim", "i += taskDim * 2"), SCALE_SPEC)
+    _caught_only_by_derived(bad)
+
+
+# ------------------------------------------------------------------------------ the classifier
+def test_classify_outcomes():
+    b = U.classify({}, ("s3", {"n": 33}, "XP2101", "wrong"), 10, None, None)
+    assert b["class"] == "b" and b["exposed_by"]["sizes"] == {"n": 33}
+    a = U.classify({"s1": "XP2101"}, None, 10, "writes only padding", None)
+    assert a["class"] == "a" and a["label"] == "equivalent (argued)"
+    assert a["reason"].startswith("not exposed by 9 instances") and "writes only padding" in a["reason"]
+    p = U.classify({}, None, 10, "r", "Z3 unsat: ...")
+    assert p["label"] == "equivalent (proven)"
+    u = U.classify({}, None, 10, None, None)
+    assert u["label"] == "unexplained"
+    c = U.classify({}, None, 10, None, None, counterexample={"N": 524281})
+    assert c["class"] == "b" and "not run" in c["label"]
+    # a failure is class (b) even with a reason or a proof on file (the run wins)
+    assert U.classify({}, ("base", {"n": 1}, "XP2102", "x"), 5, "r", "p")["class"] == "b"
+
+
+def test_candidate_values_tiers_and_divisor():
+    vals = dict(U.candidate_values(1, 1, [16], 100))
+    assert vals[17] == 0 and vals[33] == 0 and vals[100] == 0       # one past 16 and 32; the cap
+    assert vals[15] == 1 and vals[48] == 1 and vals[64] == 2     # x3 of a constant; a power of two
+    assert all(1 <= v <= 100 for v in vals)
+    even = dict(U.candidate_values(4, 4, [16], 100))
+    assert all(v % 4 == 0 for v in even) and 20 in even and 17 not in even
+
+
+def test_strong_sizes_valid_deterministic_and_past_the_sweep():
+    spec = load_spec(ROOT / "examples" / "relu" / "relu.mlu.toml")
+    text = (ROOT / "examples" / "relu" / "relu.mlu").read_text()
+    s1 = U.strong_sizes(spec, (), [text], max_n=40)
+    assert s1 == U.strong_sizes(spec, (), [text], max_n=40)
+    assert 0 < len(s1) <= 40
+    ns = {s["n"] for s in s1}
+    assert 8193 in ns and 32769 in ns          # one past CHUNK and past taskDim * CHUNK
+    for s in s1:
+        spec.instance_with("x", s)             # every one is a valid instance
+
+
+def test_grid_stride_check_proves_and_refutes():
+    orig = "for (int i = (blockIdx.x * blockDim.x + threadIdx.x); i < n; i += (gridDim.x * blockDim.x)) {"
+    mut = "for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x * 2) {"
+    cover = SimpleNamespace(sizes={"n": 100}, args=[], launch={"grid": ["((n) + 255) / 256", 1, 1],
+                                                               "block": [256, 1, 1]})
+    assert "proven" in U.grid_stride_check(orig, mut, cover)
+    clamp = SimpleNamespace(sizes={"n": 100}, args=[], launch={"grid": ["min(((n) + 255) / 256, 4)", 1, 1],
+                                                               "block": [256, 1, 1]})
+    r = U.grid_stride_check(orig, mut.replace("* 2", "+ 1"), clamp)
+    assert r["counterexample"]["n"] > 1024      # past 4 blocks of 256 the grid no longer covers n
+    assert U.grid_stride_check(orig, orig, cover) is None      # nothing changed: no claim
+
+
+@pytest.mark.parametrize("name,idx", [("base", 0), ("s7", 7), ("boundary-1", None)])
+def test_instance_names(name, idx):
+    assert U.inst_index(name) == idx
+    if idx is not None:
+        assert U.inst_name(idx) == name
