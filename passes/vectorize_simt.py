@@ -310,7 +310,10 @@ def _check_body(program, func, loop) -> dict:
         if isinstance(s, N.Assign) and s.op == "=" and isinstance(s.target, N.Index) and \
                 isinstance(s.target.base, N.Var) and s.target.base.name in writes:
             full.add(s.target.base.name)
-    return {"reads": reads, "writes": writes, "full": full}
+    # stores in the order of each buffer's last write, so that two written buffers that are one
+    # array (an unusual call) end with the value the scalar loop's last write leaves
+    last = {b: k for k, (mode, b) in enumerate(order) if mode == "w"}
+    return {"reads": reads, "writes": writes, "full": full, "stores": sorted(writes, key=last.get)}
 
 
 def _text(e, program):
@@ -368,7 +371,7 @@ def apply(program: N.Program, *, entry: str, width: int = 4, block: int = 256, g
         else:
             head.append(N.Decl(vname[b], vt[b]))
     tail_stores = [N.Assign(N.Index(N.Cast(N.Pointer(vt[b]), N.Var(b)), N.Var(vvar)), "=", N.Var(vname[b]))
-                   for b in bufs if b in plan["writes"]]
+                   for b in plan["stores"]]
     vbody = N.Block(tuple(head) + tuple(lane_body(k) for k in range(W)) + tuple(tail_stores))
     if plan["form"] == "bound":
         vloop = N.For(vvar, _int(0), nvec, _int(1), vbody, binding="global.x", var_type=itype, loc=loop.loc)

@@ -331,3 +331,14 @@ def test_a_statement_after_the_loop_that_meets_its_elements_is_refused():
     with pytest.raises(PassError) as e:
         V.check(marked("n / 2"), entry="k")
     assert "after loop 'i'" in e.value.why and e.value.code == "XP4001"
+
+
+def test_stores_follow_each_buffers_last_write():
+    """Two written buffers are stored in the order the body last writes them, so a caller passing
+    one array for both ends with the scalar loop's value."""
+    for first, second in (("z", "y"), ("y", "z")):
+        p = parse_text(f"void k(const float* x, float* z, float* y, int n) {{ for (int i = 0; i < n; i++) "
+                       f"{{ {first}[i] = x[i]; {second}[i] = 2.0f; }} }}", "c", "k.c")
+        b, _ = binding.apply(p, entry="k", target="cuda", loop="i")
+        t = print_program(V.apply(b, entry="k")[0], "cuda")
+        assert t.index(f"(float4 *){first})[") < t.index(f"(float4 *){second})[")
