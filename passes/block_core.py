@@ -10,7 +10,8 @@ the grid is capped), and inside it:
 * every *leaf loop* (a loop with no loop inside) that carries no dependence through memory is
   spread over the block's threads (``threadIdx.x``, block-stride); the scalars it accumulates
   (``+ * & | ^ max min``) meet in a shared-memory tree whose result every thread reads
-  (``passes/phases.py``), as in ``passes/block_rows.py``;
+  (``passes/phases.py``), as in ``passes/block_rows.py``, or through warp shuffles with
+  ``reduce="shuffle"`` (``passes/warp_reduce.py``);
 * every other loop runs in every thread, its body lowered the same way (its bounds and
   conditions read only values every thread has alike); so does a leaf loop that stores nothing
   and updates scalars in a way that is no reduction (an argmax);

@@ -20,6 +20,9 @@ block-stride), the form experts write:
   barrier, and ends a row whose last reduction was not followed by one (the next row reuses the
   shared arrays); the last phase's stores need none (rows touch disjoint elements).
 
+With ``reduce="shuffle"`` the partials meet through warp shuffles instead of the tree: one
+``__shared__`` slot per warp and one barrier per reduction (``passes/warp_reduce.py``).
+
 Legality (:func:`plan`, every refusal a ``PassError`` XP4001 naming the statement):
 
 * the row loop carries no dependence (``dependence.check_parallel``, no privatization), does

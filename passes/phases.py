@@ -13,7 +13,8 @@ refused (docs/passes/binding.md, "Phases"):
     ``acc`` gets a per-thread partial (identity ``0`` / ``1`` for ``+`` ``*`` ``^``, the current
     ``acc`` for the idempotent ``max`` ``min`` ``&`` ``|``), the partials meet in a
     shared-memory tree (``__shared__ T xp_red[B]``, ``log2 B`` halving steps with
-    ``__syncthreads``), and every thread reads the result, so ``acc`` stays uniform;
+    ``__syncthreads``; with ``reduce="shuffle"``, warp shuffles and one barrier,
+    ``passes/warp_reduce.py``), and every thread reads the result, so ``acc`` stays uniform;
   - a statement that writes no memory (scalar declarations and assignments, early returns with a
     uniform condition, a loop that only updates scalars) runs in every thread, each computing
     the same values;

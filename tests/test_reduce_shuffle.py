@@ -384,3 +384,20 @@ def test_hip_output_compiles_for_amdgpu(tmp_path, arch):
     src.write_text(print_program(out))
     r = HipPlatform().compile_check(src, arch=arch)
     assert r["ok"], r["log"][-2000:]
+
+
+# ---------------------------------------------------------------------------------- cost model
+@pytest.mark.parametrize("target,block", [("cuda", 128), ("cuda", 512), ("hip", 256)])
+def test_cost_model_ranks_shuffle_above_tree(target, block):
+    """The analytic model (model:analytic, a ranking) counts each __syncthreads a thread runs
+    (cost.BARRIER_NS): the tree's log2 B + 1 barriers per reduction cost more than the shuffle
+    form's one; without the term both forms tie at the DRAM bound."""
+    from xpiler.schedule import cost
+    prog = parse_file(EX / "softmax" / "softmax.c")
+    sizes = {"rows": 4096, "cols": 1024}
+    ms = {}
+    for red in ("tree", "shuffle"):
+        out, _ = binding.apply(prog, entry="softmax", target=target, rows="block", block=block, reduce=red)
+        env = cost.launch_env([4096, 1, 1], [block, 1, 1])
+        ms[red] = cost.estimate(out, "softmax", target, sizes, 4096 * block, env=env).ms
+    assert ms["shuffle"] < ms["tree"], ms

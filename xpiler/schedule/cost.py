@@ -17,13 +17,17 @@ The model walks the entry function once with the sizes of the spec's largest ins
   between adjacent threads is uncoalesced: it moves ``min(s * elem, SECTOR)`` bytes per element
   (each thread's element in its own sector); a bound loop with fewer iterations than the launch
   has threads (a tail run ``once``) runs in that fraction of them;
-- each arithmetic operator and math call counts one operation;
+- each arithmetic operator and math call (a warp shuffle too) counts one operation;
+- cuda/hip: each ``__syncthreads()`` a thread runs adds :data:`BARRIER_NS` to the time, spread
+  over the machine like the other work (``sync`` below), after the maximum: a block's barriers
+  wait for its memory phases rather than overlap them;
 - the parallelism is the product of the trip counts of bound loops (threads/blocks, tasks) and of
   loops under an OpenMP ``parallel for``; a machine is saturated at ``saturate`` parallel
   iterations, below that its throughput scales down in proportion.
 
-time = launch + max(global bytes / DRAM bandwidth, on-chip bytes / on-chip bandwidth,
-operations / peak) / min(1, parallelism * ilp / saturate).
+time = launch + (max(global bytes / DRAM bandwidth, on-chip bytes / on-chip bandwidth,
+operations / peak) + sync) / min(1, parallelism * ilp / saturate), sync = barriers run x
+BARRIER_NS / saturate (cuda/hip).
 
 ``ilp`` is the number of independent accumulators one thread updates: the element count of the
 largest register array that is updated in place (``acc[m][n] += ...``), at most
@@ -46,6 +50,12 @@ from xpiler.ir.visit import walk
 
 UNKNOWN_TRIP = 16
 MAX_ILP = 8
+#: cuda/hip: time one ``__syncthreads()`` holds a thread (about 40 cycles at 2 GHz: the block
+#: waits for its slowest warp), added to the busy time, not overlapped with it: a block's
+#: barriers order its memory phases, so their wait adds to them. Ranks a block reduction's
+#: shared-memory tree (``log2 B + 1`` barriers) below the warp-shuffle form (one); a ranking
+#: term, not a calibration.
+BARRIER_NS = 20.0
 #: bytes of one DRAM sector: a warp's access whose adjacent threads are further apart than one
 #: element moves up to this much per element (cuda/hip kernels of bound loops)
 SECTOR = 32
@@ -152,6 +162,7 @@ class _Model:
         self.saturate = 1         # parallel iterations that fill the machine (set by estimate)
         self.xvars: list = []     # variables of the loops bound to the x threads, outermost first
         self.defs: dict = {}      # scalar -> its initializer (for the thread stride of an index)
+        self.sync = 0.0           # block barriers run, summed over the threads (BARRIER_NS each)
         self.wide = False         # cuda/hip: 16-byte global accesses count WIDE_FACTOR of their bytes
 
     def _bytes(self, t) -> int:
@@ -250,6 +261,8 @@ class _Model:
                 if isinstance(base, N.Var) and self.reg_elems.get(base.name):
                     self.ilp = max(self.ilp, min(MAX_ILP, self.reg_elems[base.name]))
             self.expr(s.value, count, inner)
+        elif isinstance(s, N.Barrier) and s.kind == "block":
+            self.sync += count
         elif isinstance(s, N.ExprStmt):
             self.expr(s.expr, count, inner)
         elif isinstance(s, N.Return) and s.value is not None:
@@ -423,6 +436,8 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
     m.par *= max(1, threads)
     mach = MACHINES.get(dialect, MACHINES["c"])
     busy = max(m.g / (mach.dram_gbs * 1e9), m.o / (mach.onchip_gbs * 1e9), m.ops / (mach.gflops * 1e9))
+    if dialect in ("cuda", "hip"):
+        busy += m.sync * BARRIER_NS * 1e-9 / mach.saturate
     share = min(1.0, m.par * m.ilp / mach.saturate)
     ms = (mach.launch_us * 1e-6 + busy / max(share, 1e-9)) * 1e3
     return Estimate(ms, m.g, m.o, m.ops, m.par, m.ilp)
