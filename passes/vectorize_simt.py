@@ -194,8 +194,7 @@ def _check_after(program, func, loop, reads: set, writes: set) -> None:
     at = next((k for k, s in enumerate(stmts) if s is loop), None)
     if at is None:
         raise PassError(NAME, "the loop sits in a nested block: its neighbours cannot be checked", loop)
-    rest = [s for s in stmts[at + 1:] if not isinstance(s, (N.Comment, N.Pragma))
-            and not (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar))]
+    rest = [s for s in stmts[at + 1:] if not _inert(s)]
     if not rest:
         return
     view = D.analysis_view(func)
@@ -204,7 +203,7 @@ def _check_after(program, func, loop, reads: set, writes: set) -> None:
     top_assigned = D.assigned_names(view.body)
     k = next(k for k, s in enumerate(view.body.stmts) if s is vloop)
     for s in view.body.stmts[k + 1:]:
-        if isinstance(s, (N.Comment, N.Pragma)) or isinstance(s, N.Decl) and isinstance(s.type, N.Scalar):
+        if _inert(s):
             continue
         for a in D.collect(s, view, program):
             for w in mine:
@@ -215,6 +214,13 @@ def _check_after(program, func, loop, reads: set, writes: set) -> None:
                                           f"'{a.buffer}' that the loop {'writes' if w.mode != 'r' else 'reads'} "
                                           f"(its threads own other elements once the loop is vectorized)",
                                     s if getattr(s, "loc", None) is not None else loop)
+
+
+def _inert(s) -> bool:
+    """A comment, or a scalar declaration whose value reads no memory."""
+    return isinstance(s, (N.Comment, N.Pragma)) or isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and (
+        s.init is None or not any(isinstance(n, (N.Index, N.Call, N.Intrinsic)) or isinstance(n, N.UnOp) and n.op == "*"
+                                  for n in walk(s.init)))
 
 
 def _elem(p: N.Param):

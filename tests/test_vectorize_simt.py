@@ -342,3 +342,17 @@ def test_stores_follow_each_buffers_last_write():
         b, _ = binding.apply(p, entry="k", target="cuda", loop="i")
         t = print_program(V.apply(b, entry="k")[0], "cuda")
         assert t.index(f"(float4 *){first})[") < t.index(f"(float4 *){second})[")
+
+
+def test_a_declaration_after_the_loop_that_reads_its_output_is_refused():
+    from xpiler.ir import nodes as N
+    text = ("void k(const float* x, float* y, float* z, int n) { for (int i = 0; i < n; i++) y[i] = x[i]; "
+            "float last = y[n - 1]; for (int t = 0; t < 1; t++) z[0] = last; }")
+    p = parse_text(text, "c", "k.c")
+    f = p.func("k")
+    a, d, b = f.body.stmts
+    nf = f.with_(body=f.body.with_(stmts=(a.with_(binding="global.x"), d, b.with_(binding="global.x"))), kind="kernel")
+    q = p.with_(dialect="cuda", items=tuple(nf if isinstance(it, N.Func) else it for it in p.items))
+    with pytest.raises(PassError) as e:
+        V.check(q, entry="k")
+    assert "'y' that the loop writes" in e.value.why
