@@ -356,3 +356,16 @@ def test_a_declaration_after_the_loop_that_reads_its_output_is_refused():
     with pytest.raises(PassError) as e:
         V.check(q, entry="k")
     assert "'y' that the loop writes" in e.value.why
+
+
+def test_hip_vector_form_compiles_for_gfx90a(tmp_path):
+    from xpiler.platforms.hip import HipPlatform
+    from xpiler.platforms.simt_common import clang15
+    if clang15() is None:
+        pytest.skip("no clang with the AMDGPU target")
+    _, p, _ = bound("add", "hip")
+    src = tmp_path / "add.hip"
+    src.write_text(print_program(V.apply(p, entry="add")[0], "hip"))
+    r = HipPlatform().compile_check(src)
+    assert r["ok"], r.get("log")
+    assert r["resources"]["add"]["scratch_bytes"] == 0
