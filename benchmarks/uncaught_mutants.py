@@ -213,6 +213,9 @@ def classify(orig_fails: dict, mutant_fail, n_instances: int, reason: str | None
                 "exposed_by": {"instance": "z3", "sizes": counterexample}, "code": None,
                 "message": "the trip sets differ for these sizes (not run: too large for the emulator here)",
                 "instances": used}
+    if reason and reason.startswith("defect:"):
+        return {"class": "b", "label": "missed bug (argued, not exposed)", "reason": reason,
+                "exposed_by": None, "instances": used}
     if proof:
         return {"class": "a", "label": "equivalent (proven)", "proof": proof, "reason": reason,
                 "instances": used}
@@ -269,7 +272,41 @@ def default_test(m: dict, work: Path):
                            jobs=1, timeout=RM.RUN_LIMIT, stop_on_failure=True)
 
 
-def strong_test(m: dict, work: Path, orig_cache: dict) -> dict:
+def proofs_for(m: dict, spec) -> tuple:
+    """(proof text or None, Z3 counterexample sizes or None) for one mutant: the grid-stride
+    check, then the expression and range checks on file for it."""
+    z = grid_stride_check(Path(m["output"]).read_text(), m["text"], spec) or {}
+    proof = PROOFS.get(m["id"]) or z.get("proven")
+    if m["id"] in EXPR_PROOFS:
+        proof = proof or expr_check(*EXPR_PROOFS[m["id"]])
+    if m["id"] in RANGE_PROOFS:
+        proof = proof or range_check(*RANGE_PROOFS[m["id"]])
+    return proof, z.get("counterexample")
+
+
+def finalize(rows: list[dict], ms: list[dict]) -> list[dict]:
+    """Re-label the rows of strong runs whose mutant passed every instance with today's reasons
+    and proofs (no run): the verdicts of runs are kept."""
+    by = {m["id"]: m for m in ms}
+    out = []
+    for r in rows:
+        if _exposed(r):
+            out.append(r)
+            continue
+        m = by[r["id"]]
+        proof, ce = proofs_for(m, load_spec(m["spec"]))
+        n = r.get("strong_instances", 0)
+        new = classify({i: "" for i in range(r.get("original_fails", 0))}, None, n, REASONS.get(r["id"]), proof, ce)
+        out.append({**{k: v for k, v in r.items() if k not in ("class", "label", "reason", "proof", "exposed_by",
+                                                                 "code", "message")}, **new})
+    return out
+
+
+def _exposed(r: dict) -> bool:
+    return bool(r.get("exposed_by")) and r["exposed_by"].get("instance") not in (None, "z3")
+
+
+def strong_test(m: dict, work: Path, orig_cache: dict, extra_only: bool = False) -> dict:
     from xpiler.spec import DIALECT_EXT
     spec = load_spec(m["spec"])
     src = Path(m["source"])
@@ -277,6 +314,8 @@ def strong_test(m: dict, work: Path, orig_cache: dict) -> dict:
     out = Path(m["output"])
     texts = [m["text"], out.read_text(), src.read_text()]
     sizes = strong_sizes(spec, (sspec,), texts)
+    if extra_only:      # the smallest strong instance and the sizes on file for this mutant
+        sizes = sizes[:1]
     sizes += [x for x in EXTRA_SIZES.get(m["id"], []) if x not in sizes]
     key = (str(out), json.dumps(sizes))
     t0 = time.time()
@@ -298,9 +337,8 @@ def strong_test(m: dict, work: Path, orig_cache: dict) -> dict:
                 fail = (f.instance, keep[k], f.code, f.message)
             else:
                 fail = ("-", {}, f.code if f else "?", f.message if f else str(v.build_error))
-    z = grid_stride_check(out.read_text(), m["text"], spec)
-    proof = PROOFS.get(m["id"]) or (z or {}).get("proven")
-    res = classify(ofails, fail, len(sizes), REASONS.get(m["id"]), proof, (z or {}).get("counterexample"))
+    proof, ce = proofs_for(m, spec)
+    res = classify(ofails, fail, len(sizes), REASONS.get(m["id"]), proof, ce)
     res.update(id=m["id"], kind=m["kind"], dialect=m["dialect"], what=m["what"], strong_instances=len(sizes),
                original_fails=len(ofails), strong_s=round(time.time() - t0, 1))
     if ofails:
@@ -378,14 +416,152 @@ def grid_stride_check(orig_text: str, mut_text: str, spec) -> dict | None:
     return None
 
 
+def _c_to_py(expr: str) -> str:
+    """A C condition/ternary over integers in Python syntax for ``_z3_expr`` (``&&``, ``||``, ``!``,
+    ``a ? b : c`` as If)."""
+    e = expr.replace("&&", " & ").replace("||", " | ")
+    m = re.fullmatch(r"\s*(.+?)\s*\?\s*(.+?)\s*:\s*(.+?)\s*", e)
+    if m:
+        return f"If({_c_to_py(m.group(1))}, {m.group(2)}, {m.group(3)})"
+    return re.sub(r"([^&|]+)", lambda g: f"({g.group(1).strip()})" if g.group(1).strip() else g.group(1), e)
+
+
+def expr_check(orig: str, mut: str, defs: dict | None = None, sizes=(), free=()) -> str | None:
+    """Whether two integer C expressions (conditions, ternaries) over ``sizes`` (each >= 1, as
+    every dimension of a valid instance is) are equal for every such value; ``defs`` gives the
+    kernel's locals they use (``r_pad = (cols + 31) / 32 * 32``); ``free``: integers with no
+    constraint. Z3; the text of the proof, or
+    None when Z3 finds a difference or gives up. ``/`` is integer division (operands >= 0)."""
+    import z3
+    env = {x: z3.Int(x) for x in sizes}
+    facts = [v >= 1 for v in env.values()]
+    env.update({x: z3.Int(x) for x in free})
+    ns = {"If": z3.If}
+    for k, v in (defs or {}).items():
+        env[k] = _z3_expr(v, env)
+    env.update(ns)
+
+    def term(t):
+        r = eval(_c_to_py(t), {"__builtins__": {}}, env)   # noqa: S307 - expressions of this repo
+        return r if not isinstance(r, bool) else z3.BoolVal(r)
+    a, b = term(orig), term(mut)
+    sol = z3.Solver()
+    sol.set("timeout", 10000)
+    sol.add(*facts, a != b)
+    if sol.check() == z3.unsat:
+        return (f"Z3 unsat: `{orig}` == `{mut}`" + (f" for all {', '.join(sizes)} >= 1" if sizes else "")
+                + ((" and" if sizes else " for") + f" all integers {', '.join(free)}" if free else "")
+                + (f" (with {'; '.join(f'{k} = {v}' for k, v in defs.items())})" if defs else ""))
+    return None
+
+
+#: mutant ID -> (expression as written, as mutated, the locals it reads, the sizes): checked by
+#: ``expr_check`` during the classification (a guard that is the same on every valid size)
+EXPR_PROOFS: dict[str, tuple] = {
+    "softmax.c-bang-off-by-one_guard-0": ("r_pad <= 16384 && cols > 0", "r_pad <= 16384 && cols >= 0",
+                                          {"r_pad": "(cols + 31) / 32 * 32"}, ("cols",)),
+    "softmax.c-bang-off-by-one_guard-1": ("cols > 0", "cols >= 0", {}, ("cols",)),
+    "gemv.c-bang-off-by-one_guard-0": ("K <= 131072 && 1 <= 32768 && K <= 32768",
+                                       "K <= 131072 && 1 < 32768 && K <= 32768", {}, ("K",)),
+    "avgpool2d.c-bang-off-by-one_guard-0": ("Wo - ow0 < run ? Wo - ow0 : run", "Wo - ow0 <= run ? Wo - ow0 : run",
+                                            {}, (), ("Wo", "ow0", "run")),
+    "avgpool2d.c-bang-off-by-one_guard-1": ("KW > 0", "KW >= 0", {}, ("KW",)),
+    "gemm.cu-c-off-by-one_guard-1": ("16 > 0 ? 16 / 16 * 16 : 0", "16 >= 0 ? 16 / 16 * 16 : 0", {}, ()),
+    "add.cu-c-off-by-one_guard-1": ("n > 0 ? n / 16 * 16 : 0", "n > 1 ? n / 16 * 16 : 0", {}, ("n",)),
+}
+
+
 #: sizes added to one mutant's strong test, chosen by reading its code (too large for the generic
 #: cap): where the reading says the mutation does harm
 EXTRA_SIZES: dict[str, list[dict]] = {
     # i_rows = min(131072 % K, ...) rows of K floats: 8 rows of 16385 > the 131072-float buffer
     "gemv.c-bang-swapped_divmod-0": [{"M": 29, "K": 16385}],
+    # i_rows = min(32768 % N, ...) = 168 rows of N = 200 (or of K = 200) > the 32768-float tile
+    "gemm.c-bang-swapped_divmod-0": [{"M": 672, "N": 200, "K": 1}],
+    "gemm.c-bang-swapped_divmod-1": [{"M": 672, "N": 1, "K": 200}],
+    # run = (3072 / KH - KW) % S + 1 = 73 outputs of stride 100 with KW = 3000: 10200 columns > the buffer
+    "avgpool2d.c-bang-swapped_divmod-0": [{"N": 1, "H": 1, "W": 10200, "C": 1, "KH": 1, "KW": 3000, "S": 100}],
+    # the fallback rows loop (rows > taskDim with cols past the NRAM path)
+    "layernorm.c-bang-wrong_stride-1": [{"rows": 5, "cols": 16385}],
+    # the scalar fallback (C > 16384 channels) with two output columns / five images
+    **{f"avgpool2d.c-bang-{k}": [{"N": 1, "H": 1, "W": 2, "C": 16385, "KH": 1, "KW": 1, "S": 1},
+                                 {"N": 5, "H": 1, "W": 1, "C": 16385, "KH": 1, "KW": 1, "S": 1}]
+       for k in ("off-by-one_bound-1", "wrong_stride-0", "wrong_stride-1", "wrong_reduction_init-0")},
 }
-#: why a mutant no instance exposes is harmless, from reading the mutated code (filled in below)
-REASONS: dict[str, str] = {}
+#: mutant ID -> (start, bound as written, bound as mutated, step, step as mutated): a loop with
+#: constant bounds whose trip set the mutation does not change (checked by enumeration)
+RANGE_PROOFS: dict[str, tuple] = {
+    "conv1d.c-hip-off-by-one_bound-1": (0, 16, 15, 4, 4),     # xp_kk < 16 -> < 15, step 4
+    "gemm.cu-c-wrong_stride-0": (0, 16, 16, 16, 32),           # tx < tx_end (= 16), step 16 -> 32
+}
+
+
+def range_check(lo, hi, hi2, st, st2) -> str | None:
+    a, b = list(range(lo, hi, st)), list(range(lo, hi2, st2))
+    return f"enumerated: both loops run {a}" if a == b else None
+
+
+_SHIFT = ("the mutation only changes the row maximum m that softmax subtracts before expf; "
+          "softmax(x) = exp(x - m) / sum exp(x - m) for any m, and with the spec's inputs in [-20, 20] "
+          "and m' a maximum over a subset of the row (or an initial value below every input), "
+          "x - m' <= 40 cannot overflow or underflow expf to 0: only rounding changes")
+_BRANCH = ("the guard moves one threshold size from the NRAM path to the scalar fallback (or back); "
+           "both branches compute the operator for that size (each verified on sizes past it)")
+_DEAD_Y = ("the copy of y into y_nram before the computation is dead: every row of y_nram is "
+           "overwritten over r_pad elements (__bang_sub_scalar) before it is stored")
+_LANE0 = ("only lane 0's result of the emulated down-shuffle reduction is used; the mutation changes "
+          "the values other lanes read")
+_UNINIT = ("defect: reads partials the mutated loop no longer writes (a local array not initialised "
+           "for this row): undefined in C; the run sees stale values from an earlier row, harmless "
+           "only while they stay close to this row's values")
+
+#: why a mutant no instance exposes is harmless, from reading the mutated code. A reason that
+#: starts with "defect:" names a real defect no run shows (class b, "argued, not exposed").
+REASONS: dict[str, str] = {
+    "relu.c-bang-off-by-one_bound-0": (
+        "`i_c < n + 1` adds a trip only where i_c = n (a task's sweep lands exactly on n); there "
+        "i_len = min(8192, n - i_c) = 0, so both copies and the vector op have length 0"),
+    "softmax.c-hip-wrong_stride-0": _SHIFT,
+    "softmax.c-bang-off-by-one_bound-0": _SHIFT,
+    "softmax.c-bang-wrong_stride-0": _SHIFT,
+    "softmax.cu-c-wrong_coefficient-0": _SHIFT,
+    "softmax.cu-c-wrong_reduction_init-1": _SHIFT,
+    "softmax.c-bang-wrong_copy_size-0": _DEAD_Y,
+    "layernorm.c-bang-wrong_copy_size-1": _DEAD_Y,
+    "gemv.c-bang-off-by-one_guard-1": _BRANCH,
+    "gemm.c-bang-off-by-one_guard-0": _BRANCH,
+    "gemm.c-bang-off-by-one_guard-1": _BRANCH,
+    "layernorm.c-bang-off-by-one_guard-0": _BRANCH,
+    "layernorm.c-bang-off-by-one_guard-1": _BRANCH,
+    "gemm.c-cuda-off-by-one_bound-1": (
+        "`xp_k0 < K + 1` adds a k-tile only when K is a multiple of 16, at xp_k0 = K, where both "
+        "tile loads are guarded (`xp_k0 + xp_tx < K`) and load 0: the accumulator adds 0 * 0"),
+    "gemm.cu-c-swapped_divmod-0": (
+        "tx_end = 16 % 16 * 16 = 0: the 16-wide vector loop runs no trip and the masked tail "
+        "(`if (tx_end < 16)`) computes all 16 columns"),
+    "gemm.cu-c-swapped_divmod-1": (
+        "tx_end = 16 % 16 * 16 = 0: the 16-wide vector loop runs no trip and the masked tail "
+        "(`if (tx_end < 16)`) computes all 16 columns"),
+    "gemv.hip-c-off-by-one_guard-1": _LANE0,
+    "gemv.hip-c-swapped_divmod-0": _LANE0 + " (lane 0 has xpd_lane4 = 0, so / and % agree for it)",
+    "softmax.cu-c-off-by-one_bound-0": _UNINIT,
+    "softmax.cu-c-wrong_stride-1": _UNINIT,
+    "gemm.c-bang-swapped_divmod-0": (
+        "defect: i_rows = min(32768 % N, ...) can exceed 32768 / N (M = 672, N = 200, K = 1: 168 rows "
+        "of 200 = 33600 floats into C_nram[32768]); the run passes because the emulator checks a "
+        "__memcpy against the NRAM segment, not the array, and the overflow lands in A_nram, which "
+        "is loaded after it (run: passes)"),
+    "gemm.c-bang-swapped_divmod-1": (
+        "defect: i_rows = min(32768 % K, ...) can exceed 32768 / K (M = 672, N = 1, K = 200: 168 rows "
+        "of 200 = 33600 floats into A_nram[32768]); the emulator checks the NRAM segment, not the "
+        "array (run: passes)"),
+    "gemv.c-bang-swapped_divmod-0": (
+        "defect: i_rows = min(131072 % K, ...) can exceed 131072 / K (M = 29, K = 16385: 8 rows of "
+        "16385 = 131080 floats into A_wram[131072]); the emulator checks the WRAM segment, not the "
+        "array (run: passes)"),
+    "gemv.hip-c-wrong_stride-1": ("defect: `done[t] = 0` for even t only: the other flags are "
+                                  "uninitialised (undefined in C); the run sees zeros"),
+}
 #: mutant ID -> the check that proves it equivalent (run by tests/test_uncaught_mutants.py)
 PROOFS: dict[str, str] = {}
 
@@ -398,10 +574,30 @@ def main() -> int:
     ap.add_argument("--ids", nargs="+")
     ap.add_argument("--shard", default=None, help="K/N")
     ap.add_argument("--default-only", action="store_true")
+    ap.add_argument("--extra-only", action="store_true",
+                    help="the strong test on the smallest strong instance and the EXTRA_SIZES of each mutant only")
+    ap.add_argument("--finalize", nargs="+", metavar="JSON",
+                    help="run nothing: merge these strong-run files (the last row of a mutant wins) and "
+                         "re-label the mutants no instance exposed with today's reasons and proofs")
     ap.add_argument("--json")
     a = ap.parse_args()
     work = Path(a.work)
     sel, ms = load_uncaught(a.results, work, a.ids)
+    if a.finalize:
+        merged: dict = {}
+        for f in a.finalize:     # a later row wins, unless only the earlier one was exposed by a run
+            for r in json.loads(Path(f).read_text()):
+                if r["id"] not in merged or _exposed(r) or not _exposed(merged[r["id"]]):
+                    merged[r["id"]] = r
+        order = {m["id"]: i for i, m in enumerate(ms)}
+        rows = finalize(sorted(merged.values(), key=lambda r: order.get(r["id"], 1 << 30)), ms)
+        from collections import Counter
+        for r in rows:
+            print(f"{r['id']:50s} [{r['kind']}] {r['label']}: {r.get('exposed_by') or r.get('proof') or r.get('reason', '')}"[:300])
+        print(Counter(r["label"] for r in rows))
+        if a.json:
+            Path(a.json).write_text(json.dumps(rows, indent=1))
+        return 0
     if a.shard:
         k, n = map(int, a.shard.split("/"))
         sel = sel[k::n]
@@ -417,7 +613,7 @@ def main() -> int:
             print(f"{m['id']:50s} {'CAUGHT' if r['caught_by_default'] else 'passes'} {r['code'] or ''} "
                   f"derived {r['derived']} {r['test_s']} s", flush=True)
         else:
-            r = strong_test(m, work, cache)
+            r = strong_test(m, work, cache, a.extra_only)
             print(f"{m['id']:50s} [{m['kind']}] {m['what']}: {r['label']} "
                   f"{r.get('exposed_by', '')} {r.get('code', '')} ({r['strong_instances']} inst, "
                   f"orig fails {r['original_fails']}, {r['strong_s']} s)", flush=True)

@@ -241,3 +241,33 @@ def test_instance_names(name, idx):
     assert U.inst_index(name) == idx
     if idx is not None:
         assert U.inst_name(idx) == name
+
+
+def test_expr_and_range_checks():
+    assert U.expr_check("cols > 0", "cols >= 0", {}, ("cols",))            # cols >= 1 on a valid instance
+    assert U.expr_check("cols > 0", "cols >= 0", {}, (), ("cols",)) is None  # not for any integer
+    assert U.expr_check("K <= 32768", "K <= 32767", {}, ("K",)) is None     # they differ at K = 32768
+    assert U.expr_check("r_pad <= 16384", "r_pad < 16385", {"r_pad": "(cols + 31) / 32 * 32"}, ("cols",))
+    assert U.expr_check("a < r ? a : r", "a <= r ? a : r", {}, (), ("a", "r"))
+    assert U.range_check(0, 16, 15, 4, 4) and U.range_check(0, 16, 17, 4, 4) is None
+    for args in U.EXPR_PROOFS.values():      # every proof on file still holds
+        assert U.expr_check(*args)
+    for args in U.RANGE_PROOFS.values():
+        assert U.range_check(*args)
+
+
+def test_defect_reasons_are_not_counted_equivalent():
+    r = U.classify({}, None, 5, "defect: uninitialised read", None)
+    assert r["class"] == "b" and "argued" in r["label"]
+    assert all(not v.startswith("defect:") or "run" in v or "undefined" in v or "uninitialised" in v
+               for v in U.REASONS.values())
+
+
+def test_finalize_keeps_run_exposures():
+    ms = [{"id": "m1", "output": __file__, "text": "", "spec": str(ROOT / "examples/relu/relu.mlu.toml")}]
+    exposed = {"id": "m1", "kind": "k", "class": "b", "label": "missed bug",
+               "exposed_by": {"instance": "s3", "sizes": {"n": 3}}}
+    assert U.finalize([exposed], ms) == [exposed]
+    passed = {"id": "m1", "kind": "k", "class": "a", "label": "unexplained", "strong_instances": 7}
+    out = U.finalize([passed], ms)[0]
+    assert out["label"] == "unexplained" and "not exposed by 7 instances" in out["reason"]

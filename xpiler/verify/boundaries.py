@@ -857,8 +857,43 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 d.reasons.append(_reason(t, x, v, build(sizes, name), ks))
                 derived.append(d)
                 break
+    # 4. loops that only a branch instance runs (a fallback's own row or chunk loop): their
+    # boundary, reached on that instance by one size more, keeping the branch taken
+    for d in [d for d in derived if any(t.kind == "branch" for t in d.targets)]:
+        lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS)
+        insts = build(d.sizes, d.name)
+        if not isinstance(insts, list) or state["evals"] >= budget:
+            continue
+        inner: list[_Target] = []
+        for k in ks:
+            o0, _ = observe(k, insts[k.idx], 0)
+            o1, _ = observe(k, insts[k.idx], 1)
+            for key, o in o0.items():
+                if isinstance(key, tuple) or (k.idx, key) in seen:
+                    continue
+                loop, lo, hi, step = o
+                if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
+                    continue
+                seen.add((k.idx, key))
+                lo1 = o1.get(key, (None, None))[1]
+                text = (f"for ({loop.var} = {_expr_text(loop.lo, k.spec.dialect)}; {loop.var} < "
+                        f"{_expr_text(loop.hi, k.spec.dialect)}; {loop.var} += {_expr_text(loop.step, k.spec.dialect)})")
+                t = _Target("stride" if lo1 is not None and lo1 != lo else "tile", key, loop, k.idx, text,
+                            WARP.get(k.spec.dialect, 32))
+                if not _reached(t, o, search=False):
+                    inner.append(t)
+        for t in inner:
+            if state["evals"] >= budget:
+                break
+            hit = try_base(t, d.sizes, d.name, d.targets)
+            if hit is not None:
+                _, sizes, x, v = hit
+                d.sizes = sizes
+                d.changed[x] = v
+                d.targets.append(t)
     # a merge may have changed a size an earlier reason quoted: recompute every reason
     for d in derived:
+        lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS) if any(t.kind == "branch" for t in d.targets) else cap_el
         insts = build(d.sizes, d.name)
         d.reasons = [_reason(t, None, None, insts, ks) for t in d.targets]
     return derived
