@@ -7,8 +7,8 @@
 Migrates the row kernels of examples/ with a fixed pipeline whose binding step is
 ``rows="block"`` (the c sources) or ``rows="core"`` (the BANG sources, loop recovery given
 ``--tasks`` tasks as the tuner's task-count route does), once with ``reduce="tree"`` and once
-with ``reduce="shuffle"`` per block size. Each verified output lands in
-``DIR/<op>_<reduce><block>_<source>__to__<target>/`` where ``benchmarks/gpu_perf.py`` finds it
+with ``reduce="shuffle"`` per block size, and the c sources also with ``rows="warp"`` (blocks up to
+256). Each verified output lands in ``DIR/<op>_<tree|shuffle|warp><block>_<source>__to__<target>/`` where ``benchmarks/gpu_perf.py`` finds it
 (the op prefix picks its perf shape); an output that does not verify is reported and left out.
 The migrations run on the emulator (no GPU needed); gpu_perf.py times them on the GPU.
 """
@@ -35,9 +35,11 @@ SOURCES = (
 
 
 def pipeline(src: str, loop: str, form: str, target: str, block: int, reduce: str, tasks: int) -> list:
-    bind = ("binding", {"target": target, "loop": loop, "rows": form, "block": block, "grid_cap": None,
-                        "reduce": reduce})
-    if form == "block":
+    params = {"target": target, "loop": loop, "rows": form, "block": block, "grid_cap": None}
+    if reduce != "tree":
+        params["reduce"] = reduce
+    bind = ("binding", params)
+    if form in ("block", "warp"):
         return [bind]
     from xpiler.spec import load_spec
     launch = dict(load_spec(ROOT / "examples" / (src + ".toml")).launch)
@@ -50,7 +52,7 @@ def one(job) -> str:
     from xpiler.migration.driver import migrate
     out, src, loop, form, target, block, reduce, tasks = job
     op, name = src.split("/")
-    dest = out / f"{op}_{reduce}{block}_{name}__to__{target}"
+    dest = out / f"{op}_{'warp' if form == 'warp' else reduce}{block}_{name}__to__{target}"
     r = migrate(ROOT / "examples" / src, target, outdir=out / ".work" / dest.name, jobs=1, perf=False, repair=False,
                 pipeline=pipeline(src, loop, form, target, block, reduce, tasks))
     if not r.verified or r.output_path is None:
@@ -80,6 +82,10 @@ def main() -> int:
             for block in (int(b) for b in a.blocks.split(","))
             if not (form == "core" and block > 256)      # rows="core" offers 128 and 256 (passes/block_core.py)
             for reduce in ("tree", "shuffle")]
+    # rows="warp" (one warp per row; its reductions are always shuffles) for the c sources
+    jobs += [(out, src, loop, "warp", a.to, block, "shuffle", a.tasks)
+             for src, loop, form in SOURCES if (not only or src in only) and form == "block"
+             for block in (int(b) for b in a.blocks.split(",")) if block <= 256]
     with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         lines = list(ex.map(one, jobs))
     for line in lines:

@@ -54,6 +54,7 @@ from .base import PassError
 from . import block_core
 from . import block_rows
 from . import warp_reduce
+from . import warp_rows
 from . import dependence as D
 from . import forward
 from . import phases
@@ -84,6 +85,8 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     loops over the block's threads (``passes/block_rows.py``).
     ``reduce="shuffle"`` (cuda/hip block forms: rows="block" / "core" / the phases plan): block
     reductions fold with warp shuffles instead of a shared-memory tree (``passes/warp_reduce.py``).
+    ``rows="warp"`` (cuda/hip): one warp per row, column loops over its lanes, shuffle
+    reductions, no shared memory (``passes/warp_rows.py``).
     ``instances`` (the spec's instances as parameter name -> value dicts, given by the driver,
     never logged as a parameter) lets run-time sized local arrays get a constant size on SIMT
     targets (``passes/runtime_arrays.py``)."""
@@ -139,9 +142,9 @@ def _check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = 
             raise PassError(NAME, f"program is already bound for {target}", func, "XP4002")
         raise PassError(NAME, f"binding maps sequential c programs; this one is {program.dialect} "
                               f"(run loop_recovery first)", func)
-    if rows not in ("thread", "block", "core"):
-        raise PassError(NAME, f"unknown rows='{rows}' (thread | block | core)", func)
-    if rows in ("block", "core") and (target not in SIMT or dims is not None or atomics):
+    if rows not in ("thread", "block", "core", "warp"):
+        raise PassError(NAME, f"unknown rows='{rows}' (thread | block | core | warp)", func)
+    if rows in ("block", "core", "warp") and (target not in SIMT or dims is not None or atomics):
         raise PassError(NAME, f"rows='{rows}' binds a loop's iterations to cuda/hip thread blocks; it takes no "
                               "dims= or atomics=" if target in SIMT else
                         f"rows='{rows}' binds a loop's iterations to cuda/hip thread blocks, not {target}", func)
@@ -166,6 +169,8 @@ def _check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = 
         return _plan_block_rows(program, func, target, loop, block, grid_cap, reduce)
     if rows == "core":
         return _plan_block_core(program, func, target, loop, block, grid_cap, reduce)
+    if rows == "warp":
+        return _plan_warp_rows(program, func, target, loop, block, grid_cap)
     try:
         return _plan_device(program, func, target, loop, block, grid_cap, dims, tasks, func_type, atomics)
     except PassError as first:
@@ -216,6 +221,7 @@ def candidates(program: N.Program, target: str) -> list:
                     out += [dict(base, rows="block", block=b, grid_cap=cap)
                             for b in block_rows.BLOCK_SIZES for cap in block_rows.GRID_CAPS]
                     out += warp_reduce.variants(program, f.name, dict(base, rows="block"), block_rows)
+                    out += warp_reduce.variants(program, f.name, dict(base, rows="warp"), warp_rows, None)
                 except PassError:
                     try:             # else a block per task (buffers, nested loops; passes/block_core.py)
                         check(program, entry=f.name, **base, rows="core")
@@ -584,6 +590,18 @@ def _plan_block_rows(program, func, target, loop, block, grid_cap, reduce="tree"
     pl = block_rows.plan(program, func, lp, target, block, reduce)
     fresh = _fresh_namer(func)
     body, launch = block_rows.build(program, func, pl, trip_count_expr(program, func, lp), grid_cap, fresh)
+    return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
+            "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": 4,
+            "func_type": "union1", "atomic": ()}
+
+
+def _plan_warp_rows(program, func, target, loop, block, grid_cap) -> dict:
+    """``rows="warp"``: the loop's iterations (rows) on warps, its inner loops over the warp's
+    lanes with shuffle reductions; see passes/warp_rows.py."""
+    lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
+    pl = warp_rows.plan(program, func, lp, target, block)
+    fresh = _fresh_namer(func)
+    body, launch = warp_rows.build(program, func, pl, target, trip_count_expr(program, func, lp), grid_cap, fresh)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": 4,
             "func_type": "union1", "atomic": ()}

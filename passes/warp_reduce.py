@@ -106,6 +106,29 @@ def _step(target, op, p: N.Var, tmp: N.Var, off: int) -> list:
     return [N.Assign(tmp, "=", _shfl(target, p, off)), N.Assign(p, "=", _combine(op, p, tmp))]
 
 
+def _warp_fold(target, op, part: N.Var, tmp: N.Var) -> list:
+    """The xor butterfly over a warp: every lane ends with the warp's total in ``part``; the
+    steps only a 64-lane wavefront needs are guarded by ``warpSize`` (hip)."""
+    out, off = [], WARP_MAX[target] // 2
+    while off >= 1:
+        step = _step(target, op, part, tmp, off)
+        if off >= WARP_MIN[target]:
+            out.append(N.If(N.BinOp("<", _const(off), N.Builtin("warpSize")), N.Block(tuple(step))))
+        else:
+            out += step
+        off //= 2
+    return out
+
+
+def butterfly(acc, part, t, op, target, fresh) -> list:
+    """``rows="warp"`` (``passes/warp_rows.py``): the lanes' partials ``part`` of one warp folded
+    into ``acc`` in every lane, with no shared memory or barrier."""
+    from .phases import IDEMPOTENT, _combine
+    tmp = N.Var(fresh(f"xp_w_{acc.name}"))
+    final = part if op in IDEMPOTENT else _combine(op, acc, part)
+    return [N.Decl(tmp.name, t)] + _warp_fold(target, op, part, tmp) + [N.Assign(acc, "=", final)]
+
+
 def shuffle(acc, part, red, t, op, B, tid, fresh, target) -> list:
     """The shuffle form of ``phases._tree``: ``[shared slots declaration, statements...]``;
     every thread ends with the block's result of ``op`` in ``acc`` (``part``: the thread's
@@ -115,16 +138,7 @@ def shuffle(acc, part, red, t, op, B, tid, fresh, target) -> list:
     check_type(t, target, acc.name)
     tmp = N.Var(fresh(f"xp_w_{acc.name}"))
     warp = N.Builtin("warpSize")
-    stmts: list = [N.Decl(tmp.name, t)]
-    # 1. within each warp
-    off = WARP_MAX[target] // 2
-    while off >= 1:
-        step = _step(target, op, part, tmp, off)
-        if off >= WARP_MIN[target]:
-            stmts.append(N.If(N.BinOp("<", _const(off), warp), N.Block(tuple(step))))
-        else:
-            stmts += step
-        off //= 2
+    stmts: list = [N.Decl(tmp.name, t)] + _warp_fold(target, op, part, tmp)    # 1. within each warp
     # 2. one slot per warp
     slots = N.Var(red)
     stmts.append(N.If(N.BinOp("==", N.BinOp("%", tid, warp), _const(0)),
@@ -149,16 +163,18 @@ def shuffle(acc, part, red, t, op, B, tid, fresh, target) -> list:
     return [decl] + stmts
 
 
-def variants(program, entry: str, base: dict, form) -> list:
+def variants(program, entry: str, base: dict, form, reduce="shuffle") -> list:
     """The ``reduce="shuffle"`` parameter sets of a block form (``form``: ``block_rows`` or
     ``block_core``, whose BLOCK_SIZES x GRID_CAPS the search lists) that applies to ``base``
-    (target, loop, rows): none when the form folds no block reduction there."""
+    (target, loop, rows): none when the form folds no block reduction there. ``reduce=None``:
+    the form's own sets where it applies (``warp_rows``, whose reductions are always shuffles)."""
     from .binding import check
     out = []
+    extra = {"reduce": reduce} if reduce else {}
     for b in form.BLOCK_SIZES:
         try:
-            check(program, entry=entry, **base, block=b, reduce="shuffle")
+            check(program, entry=entry, **base, block=b, **extra)
         except PassError:
             continue
-        out += [dict(base, block=b, grid_cap=cap, reduce="shuffle") for cap in form.GRID_CAPS]
+        out += [dict(base, block=b, grid_cap=cap, **extra) for cap in form.GRID_CAPS]
     return out

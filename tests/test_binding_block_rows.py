@@ -118,8 +118,8 @@ def test_rows_block_is_for_simt_targets_only():
             binding.apply(prog, entry="softmax", target=target, rows="block")
         assert "cuda/hip thread blocks" in ei.value.why
     with pytest.raises(PassError) as ei:
-        binding.apply(prog, entry="softmax", target="cuda", rows="warp")
-    assert "rows='warp'" in ei.value.why
+        binding.apply(prog, entry="softmax", target="cuda", rows="lane")
+    assert "rows='lane'" in ei.value.why
 
 
 def test_candidates_offer_block_rows_where_legal():

@@ -424,7 +424,9 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
     launch's threads (grid x block) or tasks for a SIMT / BANG kernel, whose body runs once in
     each."""
     fn = program.func(entry)
-    m = _Model(fn, {**(env or {}), **sizes}, {})
+    # warpSize: 32 on NVIDIA, 64 on the AMD GPU hip stands for here (MI250X, wave64)
+    warp = {"cuda": 32, "hip": 64}.get(dialect)
+    m = _Model(fn, {**({"warpSize": warp} if warp else {}), **(env or {}), **sizes}, {})
     for p in fn.params:
         m.elem[p.name] = m._bytes(p.type)
     # the trip count of each loop variable, for the "same element across the innermost loop" rule
