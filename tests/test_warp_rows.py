@@ -145,3 +145,17 @@ def test_rows_without_a_reduction_are_not_offered():
     assert e.value.code == "XP4002" and "reduces nothing" in e.value.why
     cands = binding.candidates(prog, "cuda")
     assert any(c.get("rows") == "block" for c in cands) and not any(c.get("rows") == "warp" for c in cands)
+
+
+@pytest.mark.skipif(not Path("/usr/lib/llvm-15/bin/clang++").exists() or
+                    not Path("/usr/include/hip/hip_runtime.h").exists(), reason="clang-15 / HIP headers not installed")
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx1100"])
+def test_hip_output_compiles_for_amdgpu(tmp_path, arch):
+    from xpiler.platforms.hip import HipPlatform
+    prog = parse_file(EX / "layernorm" / "layernorm.c")
+    out, _ = binding.apply(prog, entry="layernorm", target="hip", rows="warp", block=256)
+    src = tmp_path / "layernorm.hip"
+    src.write_text(print_program(out))
+    assert "__builtin_amdgcn_wave_barrier();" in src.read_text()
+    r = HipPlatform().compile_check(src, arch=arch)
+    assert r["ok"], r["log"][-2000:]
