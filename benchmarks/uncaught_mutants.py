@@ -306,6 +306,27 @@ def _exposed(r: dict) -> bool:
     return bool(r.get("exposed_by")) and r["exposed_by"].get("instance") not in (None, "z3")
 
 
+LABELS = ["missed bug", "missed bug (Z3 counterexample, not run)", "missed bug (argued, not exposed)",
+          "equivalent (proven)", "equivalent (argued)", "unexplained"]
+
+
+def summary(rows: list[dict]) -> str:
+    """A markdown table: mutants per label, by kind and by dialect."""
+    from collections import Counter, defaultdict
+    head = "| by | uncaught | " + " | ".join(LABELS) + " |\n|---|---|" + "---|" * len(LABELS)
+    lines = [head]
+    for key in ("kind", "dialect"):
+        g = defaultdict(list)
+        for r in rows:
+            g[r[key]].append(r)
+        for k, rs in sorted(g.items()):
+            c = Counter(r["label"] for r in rs)
+            lines.append(f"| {key}: {k} | {len(rs)} | " + " | ".join(str(c[x]) for x in LABELS) + " |")
+    c = Counter(r["label"] for r in rows)
+    lines.append(f"| **all** | {len(rows)} | " + " | ".join(str(c[x]) for x in LABELS) + " |")
+    return "\n".join(lines)
+
+
 def strong_test(m: dict, work: Path, orig_cache: dict, extra_only: bool = False) -> dict:
     from xpiler.spec import DIALECT_EXT
     spec = load_spec(m["spec"])
@@ -468,6 +489,8 @@ EXPR_PROOFS: dict[str, tuple] = {
     "avgpool2d.c-bang-off-by-one_guard-1": ("KW > 0", "KW >= 0", {}, ("KW",)),
     "gemm.cu-c-off-by-one_guard-1": ("16 > 0 ? 16 / 16 * 16 : 0", "16 >= 0 ? 16 / 16 * 16 : 0", {}, ()),
     "add.cu-c-off-by-one_guard-1": ("n > 0 ? n / 16 * 16 : 0", "n > 1 ? n / 16 * 16 : 0", {}, ("n",)),
+    # tx_end is the constant 16: the tail `if (tx_end < 16)` holding the mutated statement never runs
+    "gemm.cu-c-wrong_coefficient-0": ("16 > 0 ? 16 / 16 * 16 : 0", "16", {}, ()),
 }
 
 
@@ -481,6 +504,8 @@ EXTRA_SIZES: dict[str, list[dict]] = {
     "gemm.c-bang-swapped_divmod-1": [{"M": 672, "N": 1, "K": 200}],
     # run = (3072 / KH - KW) % S + 1 = 73 outputs of stride 100 with KW = 3000: 10200 columns > the buffer
     "avgpool2d.c-bang-swapped_divmod-0": [{"N": 1, "H": 1, "W": 10200, "C": 1, "KH": 1, "KW": 3000, "S": 100}],
+    # padded = MAX_COLS = 8192 and two rows: the element past slot 0's row is slot 1's first
+    "softmax.mlu-cuda-off-by-one_bound-1": [{"rows": 2, "cols": 8192}],
     # the fallback rows loop (rows > taskDim with cols past the NRAM path)
     "layernorm.c-bang-wrong_stride-1": [{"rows": 5, "cols": 16385}],
     # the scalar fallback (C > 16384 channels) with two output columns / five images
@@ -543,6 +568,19 @@ REASONS: dict[str, str] = {
         "tx_end = 16 % 16 * 16 = 0: the 16-wide vector loop runs no trip and the masked tail "
         "(`if (tx_end < 16)`) computes all 16 columns"),
     "gemv.hip-c-off-by-one_guard-1": _LANE0,
+    "softmax.mlu-cuda-off-by-one_bound-1": (
+        "defect: the sum reads one element past the padded row; when padded = MAX_COLS (8192) that "
+        "is the next slot's first element, which another thread writes (a race; rows = 2, cols = 8192 "
+        "ran and passed: the emulator's schedules read it before it is written), else a never-written "
+        "element of the zero-initialised buffer"),
+    "softmax.mlu-cuda-off-by-one_guard-0": (
+        "`xpd_x5 >= xpd_bv3` instead of `>` changes which index of equal maxima is kept "
+        "(red_buf[1], never read); the maximum's value is the same"),
+    "gemm.cu-c-wrong_coefficient-0": ("the mutated statement is in the tail `if (tx_end < 16)`, dead code: "
+                                      "tx_end = 16 > 0 ? 16 / 16 * 16 : 0 = 16 (the proof)"),
+    "add.cu-c-off-by-one_guard-0": (
+        "`i_end <= n` adds the masked tail when i_end = n, with tail_mask = (1 << 0) - 1 = 0: an "
+        "AVX-512 masked load/store with an all-zero mask touches no element"),
     "gemv.hip-c-swapped_divmod-0": _LANE0 + " (lane 0 has xpd_lane4 = 0, so / and % agree for it)",
     "softmax.cu-c-off-by-one_bound-0": _UNINIT,
     "softmax.cu-c-wrong_stride-1": _UNINIT,
@@ -595,6 +633,7 @@ def main() -> int:
         for r in rows:
             print(f"{r['id']:50s} [{r['kind']}] {r['label']}: {r.get('exposed_by') or r.get('proof') or r.get('reason', '')}"[:300])
         print(Counter(r["label"] for r in rows))
+        print(summary(rows))
         if a.json:
             Path(a.json).write_text(json.dumps(rows, indent=1))
         return 0

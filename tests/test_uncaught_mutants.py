@@ -259,8 +259,9 @@ def test_expr_and_range_checks():
 def test_defect_reasons_are_not_counted_equivalent():
     r = U.classify({}, None, 5, "defect: uninitialised read", None)
     assert r["class"] == "b" and "argued" in r["label"]
-    assert all(not v.startswith("defect:") or "run" in v or "undefined" in v or "uninitialised" in v
-               for v in U.REASONS.values())
+    import re
+    keys = list(U.REASONS) + list(U.EXPR_PROOFS) + list(U.RANGE_PROOFS) + list(U.EXTRA_SIZES)
+    assert all(re.fullmatch(r"[a-z0-9_]+\.(c|cu|hip|mlu)-(c|cuda|hip|bang)-[a-z_-]+-\d+", k) for k in keys)
 
 
 def test_finalize_keeps_run_exposures():
