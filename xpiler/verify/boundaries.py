@@ -4,8 +4,8 @@ A hand-written spec lists a few instances; a loop that walks a size in steps of 
 chunk, a run length or a block of threads is only tested at the remainders those instances
 happen to leave. A bound that is off by one (``k0 < K - 1`` stepping by 16) is wrong only when
 ``K`` leaves a remainder of 1, and a reduction that forgets the last warp is wrong only when
-the last warp holds data. ``derive(...)`` looks at the loops the kernel runs and adds at most
-``MAX_DERIVED`` small instances that reach those boundaries:
+the last warp holds data. ``derive(...)`` looks at the loops the kernel runs (and the conditions
+it branches on) and adds at most ``MAX_DERIVED`` small instances that reach those boundaries:
 
 * **tile** -- a loop whose start does not depend on the thread/task index and whose step is
   larger than 1 (``for (k0 = 0; k0 < K; k0 += BK)``): a size where the trip leaves exactly one
@@ -17,6 +17,10 @@ the last warp holds data. ``derive(...)`` looks at the loops the kernel runs and
   a size large enough that the last warp holds data (``S = 97`` for 4 warps of 32).
 * **stride** -- a thread/task/grid-strided loop: a size just above a multiple of the stride
   (only when no instance already leaves a ragged last sweep).
+* **branch** -- an ``if`` on sizes only (no thread/task index) that every instance of the spec
+  evaluates the same way (a BANG fallback past the NRAM buffer): an instance that takes the other
+  branch, searched from every size at its smallest value, up to ``BRANCH_CAP_ELEMENTS``, an
+  instance of its own; then the loops only that branch runs get their tile/stride boundary on it.
 
 How: the kernel is parsed once; a small evaluator runs its scalar code for thread/task 0 of an
 instance (sizes, scalars and launch dimensions bound, one pass through every loop body) and
