@@ -355,3 +355,16 @@ def test_derived_instances_work_in_a_migration_comparison():
     assert [d["changed"] for d in v.derived] == [{"K": 33}]
     assert "boundary-1" in v.instances and v.runs == len(v.instances)
     assert math.gcd(v.derived[0]["sizes"]["K"], 16) == 1
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "rmsnorm"])
+def test_bang_row_sources_state_their_nram_limit(name):
+    """The BANG row sources hold a row in an NRAM buffer of MAX_COLS = 8192 floats and overrun it
+    past that; their specs say so, so no derived instance of theirs (or of a migration of them,
+    whose spec keeps the table) goes past cols = 8192."""
+    from xpiler.spec import load_spec
+    src = ROOT / "examples" / name / f"{name}.mlu"
+    spec = load_spec(str(src) + ".toml")
+    assert "MAX_COLS 8192" in src.read_text()
+    assert "cols <= 8192" in spec_to_toml(spec)
+    assert all(d.sizes.get("cols", 0) <= 8192 for d in derive_for_files(src, spec))
