@@ -16,7 +16,9 @@ a shared-memory tree: ``B`` shared slots and ``log2 B`` halving steps, each endi
    and an xor butterfly over offsets below ``n`` combines each aligned group of ``n`` lanes, which
    holds every slot exactly once, so every lane of every warp ends with the block's total (for
    every operator, without an identity element) and no second barrier or broadcast slot is
-   needed.  The accumulator gets it as with the tree (``acc = total`` for the idempotent
+   needed (for a float max/min, whose combine is not symmetric for a NaN or for -0 / +0, lane
+   0's result is then shuffled to every lane of its warp, so every thread agrees).  The
+   accumulator gets it as with the tree (``acc = total`` for the idempotent
    ``max min & |``, whose partials started from ``acc``; ``acc = acc OP total`` for ``+ * ^``).
 
 One barrier per reduction instead of ``log2 B + 1``; the slots are ``B / 32`` elements.  The
@@ -106,7 +108,7 @@ def _step(target, op, p: N.Var, tmp: N.Var, off: int) -> list:
     return [N.Assign(tmp, "=", _shfl(target, p, off)), N.Assign(p, "=", _combine(op, p, tmp))]
 
 
-def _warp_fold(target, op, part: N.Var, tmp: N.Var) -> list:
+def _warp_fold(target, op, part: N.Var, tmp: N.Var, t=None) -> list:
     """The xor butterfly over a warp: every lane ends with the warp's total in ``part``; the
     steps only a 64-lane wavefront needs are guarded by ``warpSize`` (hip)."""
     out, off = [], WARP_MAX[target] // 2
@@ -117,7 +119,19 @@ def _warp_fold(target, op, part: N.Var, tmp: N.Var) -> list:
         else:
             out += step
         off //= 2
-    return out
+    return out + _uniform(target, op, part, t)
+
+
+def _uniform(target, op, part: N.Var, t) -> list:
+    """Lane 0's value to every lane after a float max/min butterfly. Its combine
+    (``b > a ? b : a``) is not symmetric for a NaN or for -0 / +0, so the two lanes of a pair
+    could end with different values and the accumulator would not be the same in every thread;
+    + * & | ^ and integer max/min are symmetric and need no broadcast."""
+    if op not in ("max", "min") or getattr(t, "dtype", "") not in ("float32", "float64", "float16"):
+        return []
+    src = N.Intrinsic("__shfl_sync", (N.Const(0xffffffff, "uint32", "0xffffffffu"), part, _const(0))) \
+        if target == "cuda" else N.Intrinsic("__shfl", (part, _const(0)))
+    return [N.Assign(part, "=", src)]
 
 
 def butterfly(acc, part, t, op, target, fresh) -> list:
@@ -126,7 +140,7 @@ def butterfly(acc, part, t, op, target, fresh) -> list:
     from .phases import IDEMPOTENT, _combine
     tmp = N.Var(fresh(f"xp_w_{acc.name}"))
     final = part if op in IDEMPOTENT else _combine(op, acc, part)
-    return [N.Decl(tmp.name, t)] + _warp_fold(target, op, part, tmp) + [N.Assign(acc, "=", final)]
+    return [N.Decl(tmp.name, t)] + _warp_fold(target, op, part, tmp, t) + [N.Assign(acc, "=", final)]
 
 
 def shuffle(acc, part, red, t, op, B, tid, fresh, target) -> list:
@@ -138,7 +152,8 @@ def shuffle(acc, part, red, t, op, B, tid, fresh, target) -> list:
     check_type(t, target, acc.name)
     tmp = N.Var(fresh(f"xp_w_{acc.name}"))
     warp = N.Builtin("warpSize")
-    stmts: list = [N.Decl(tmp.name, t)] + _warp_fold(target, op, part, tmp)    # 1. within each warp
+    # 1. within each warp (no broadcast: only lane 0's value is used)
+    stmts: list = [N.Decl(tmp.name, t)] + _warp_fold(target, op, part, tmp)
     # 2. one slot per warp
     slots = N.Var(red)
     stmts.append(N.If(N.BinOp("==", N.BinOp("%", tid, warp), _const(0)),
@@ -157,6 +172,7 @@ def shuffle(acc, part, red, t, op, B, tid, fresh, target) -> list:
         else:
             stmts += step
         off //= 2
+    stmts += _uniform(target, op, part, t)
     final = part if op in IDEMPOTENT else _combine(op, acc, part)
     stmts.append(N.Assign(acc, "=", final))
     decl = N.Decl(red, N.Array(t, (_const(n_max),)), scope="shared")

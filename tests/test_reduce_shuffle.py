@@ -401,3 +401,62 @@ def test_cost_model_ranks_shuffle_above_tree(target, block):
         env = cost.launch_env([4096, 1, 1], [block, 1, 1])
         ms[red] = cost.estimate(out, "softmax", target, sizes, 4096 * block, env=env).ms
     assert ms["shuffle"] < ms["tree"], ms
+
+
+# ---------------------------------------------------------------------------------- uniform results
+UNIFORM_SRC = """#include <math.h>
+void k(const float* x, float* y, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        float m = -100.0f;
+        for (int c = 0; c < cols; c++)
+            if (x[r * cols + c] > m) m = x[r * cols + c];
+        for (int c = 0; c < cols; c++)
+            y[r * cols + c] = m;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("rows_form,target", [("block", "cuda"), ("block", "hip"), ("warp", "cuda"),
+                                              ("warp", "hip")])
+def test_float_max_is_the_same_in_every_thread(tmp_path, rows_form, target):
+    """Every thread writes its own copy of the row maximum. With NaNs and signed zeros among the
+    inputs, the xor butterfly's pairs would disagree (``b > a ? b : a`` is not symmetric for
+    them); lane 0's value is broadcast, so each row's outputs are one value (bitwise)."""
+    from xpiler.frontend import parse_text
+    from xpiler.platforms.cuda import CudaPlatform
+    from xpiler.platforms.harness import read_outputs, write_job
+    from xpiler.platforms.hip import HipPlatform
+    from xpiler.sandbox import run_limited
+    from xpiler.spec import parse_spec
+    prog = parse_text(UNIFORM_SRC, "c", "k.c")
+    kw = {"reduce": "shuffle"} if rows_form == "block" else {}
+    out, launch = binding.apply(prog, entry="k", target=target, loop="r", rows=rows_form, block=128, **kw)
+    src = tmp_path / ("k.cu" if target == "cuda" else "k.hip")
+    src.write_text(print_program(out))
+    text = (f'entry = "k"\ndialect = "{target}"\n[sizes]\nrows = 6\ncols = 256\n[launch]\n'
+            f'grid = ["{launch["grid"][0]}", 1, 1]\nblock = [128, 1, 1]\n'
+            '[[args]]\nname = "x"\ndtype = "float32"\nshape = ["rows", "cols"]\nrole = "in"\n'
+            '[[args]]\nname = "y"\ndtype = "float32"\nshape = ["rows", "cols"]\nrole = "out"\n'
+            '[[args]]\nname = "rows"\ndtype = "int32"\nrole = "scalar"\nvalue = "rows"\n'
+            '[[args]]\nname = "cols"\ndtype = "int32"\nrole = "scalar"\nvalue = "cols"\n')
+    spec = parse_spec(text, tmp_path / "k.toml")
+    inst = spec.instances()[0]
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-50, -1, (6, 256)).astype(np.float32)
+    x[0, ::7] = np.nan                       # NaNs all over a row
+    x[1, 5] = np.nan                         # one NaN
+    x[2, :] = -0.0
+    x[2, ::3] = 0.0                          # the maximum is a zero of either sign
+    x[3, 100:] = np.nan
+    plat = CudaPlatform() if target == "cuda" else HipPlatform()
+    exe = plat.build(src, spec, tmp_path / "w", sanitize=False)
+    job = tmp_path / "job"
+    write_job(job, inst, {"x": x.ravel(), "y": np.zeros(x.size, np.float32)})
+    oc = run_limited([str(exe), str(job)], timeout_s=120, mem_mb=None)
+    assert oc.ok, oc.stderr
+    y = read_outputs(job, inst)["y"].reshape(6, 256).view(np.uint32)
+    for r in range(6):
+        assert len(set(y[r].tolist())) == 1, (r, sorted(set(y[r].tolist()))[:4])
+    assert (y[4:].view(np.float32) == x[4:].max(1, keepdims=True)).all()
