@@ -363,11 +363,12 @@ def test_hip_output_on_a_32_lane_wavefront(tmp_path):
 
 # ---------------------------------------------------------------------------------- real compilers
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_cuda_output_compiles_with_nvcc(tmp_path):
+@pytest.mark.parametrize("name", ["layernorm", "softmax"])
+def test_cuda_output_compiles_with_nvcc(tmp_path, name):
     from xpiler.platforms.cuda import CudaPlatform
-    prog = parse_file(EX / "layernorm" / "layernorm.c")
-    out, _ = binding.apply(prog, entry="layernorm", target="cuda", rows="block", block=512, reduce="shuffle")
-    src = tmp_path / "layernorm.cu"
+    prog = parse_file(EX / name / f"{name}.c")
+    out, _ = binding.apply(prog, entry=name, target="cuda", rows="block", block=512, reduce="shuffle")
+    src = tmp_path / f"{name}.cu"
     src.write_text(print_program(out))
     r = CudaPlatform().compile_check(src)
     assert r["ok"], r["log"][-2000:]
@@ -376,11 +377,12 @@ def test_cuda_output_compiles_with_nvcc(tmp_path):
 @pytest.mark.skipif(not Path("/usr/lib/llvm-15/bin/clang++").exists() or
                     not Path("/usr/include/hip/hip_runtime.h").exists(), reason="clang-15 / HIP headers not installed")
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx1100"])
-def test_hip_output_compiles_for_amdgpu(tmp_path, arch):
+@pytest.mark.parametrize("name", ["rmsnorm", "softmax"])
+def test_hip_output_compiles_for_amdgpu(tmp_path, arch, name):
     from xpiler.platforms.hip import HipPlatform
-    prog = parse_file(EX / "rmsnorm" / "rmsnorm.c")
-    out, _ = binding.apply(prog, entry="rmsnorm", target="hip", rows="block", block=256, reduce="shuffle")
-    src = tmp_path / "rmsnorm.hip"
+    prog = parse_file(EX / name / f"{name}.c")
+    out, _ = binding.apply(prog, entry=name, target="hip", rows="block", block=256, reduce="shuffle")
+    src = tmp_path / f"{name}.hip"
     src.write_text(print_program(out))
     r = HipPlatform().compile_check(src, arch=arch)
     assert r["ok"], r["log"][-2000:]
