@@ -17,6 +17,14 @@ it branches on) and adds at most ``MAX_DERIVED`` small instances that reach thos
   a size large enough that the last warp holds data (``S = 97`` for 4 warps of 32).
 * **stride** -- a thread/task/grid-strided loop: a size just above a multiple of the stride
   (only when no instance already leaves a ragged last sweep).
+* **residue** -- a loop whose start or bound divides an expression over the sizes (the kernel's
+  scalar parameters; a local defined once is read through its definition) by a constant c >= 3:
+  ``x / c``, ``x % c``, ``x >> k`` (c = 2^k), ``x & (c - 1)``, ``x & ~(c - 1)`` -- the whole
+  float4 chunks ``i4 < n / 4`` of a vector loop and ``n / 4 * 4`` where its scalar tail starts:
+  a size where x leaves the largest remainder, ``x % c == c - 1``, after at least one whole
+  chunk (``n = 7`` for c = 4 when the smallest n is 5: a 3-element tail). Added constants of at
+  most c are dropped from x first (``(n + 3) / 4`` and ``(cols + ALIGN - 1) / ALIGN`` read ``n``
+  and ``cols``). Loops of the kernel function only (not of a helper it calls).
 * **branch** -- an ``if`` on sizes only (no thread/task index) that every instance of the spec
   evaluates the same way (a BANG fallback past the NRAM buffer): an instance that takes the other
   branch, searched from every size at its smallest value, up to ``BRANCH_CAP_ELEMENTS``, an
@@ -24,7 +32,8 @@ it branches on) and adds at most ``MAX_DERIVED`` small instances that reach thos
 
 How: the kernel is parsed once; a small evaluator runs its scalar code for thread/task 0 of an
 instance (sizes, scalars and launch dimensions bound, one pass through every loop body) and
-records each loop's start, bound and step. Targets come from the spec's own instances; a target
+records each loop's start, bound and step (and, for each division of a size by a constant in
+them, the dividend and its remainder). Targets come from the spec's own instances; a target
 that an instance of the spec already reaches adds nothing. For each other target, one size at a
 time is moved on top of the smallest instance first (or on top of an instance derived for an
 earlier target, so one instance can reach several boundaries): from the smallest value the spec
@@ -121,6 +130,9 @@ class _Eval:
         self.funcs = {f.name: f for f in prog.funcs if f.body is not None}
         self.warp = WARP.get(dialect, 32)
         self._assigned_cache: dict = {}
+        self.params = [p.name for p in kernel.params]
+        self._defs = _single_defs(kernel.body, set(self.params))
+        self._res_cache: dict = {}
 
     def assigned(self, node) -> set:
         r = self._assigned_cache.get(id(node))
@@ -140,6 +152,7 @@ class _Eval:
         scal = [a for a in inst.args]
         for p, a in zip(self.kernel.params, scal):
             env[p.name] = inst.scalars.get(a.name) if a.role == "scalar" else None
+        self.penv = dict(env)
         try:
             self.stmt(self.kernel.body, env)
         except _Ret:
@@ -390,6 +403,10 @@ class _Eval:
             lo_full = self.ev(s.lo, env)
             if id(s) not in self.obs:
                 self.obs[id(s)] = (s, self.ev(_quantity(s.lo, step), env), self.ev(_quantity(s.hi, step), env), step)
+                for j, (q, c) in enumerate(self.residues(s)):
+                    v = self.ev(q, self.penv)
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        self.obs[("res", id(s), j)] = (s, v % c, v, c)
             self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: lo_full})
         elif isinstance(s, N.CFor):
             if isinstance(s.init, N.Stmt):
@@ -402,6 +419,67 @@ class _Eval:
         elif isinstance(s, N.Return):
             raise _Ret(self.ev(s.value, env) if s.value is not None else None)
 
+    def residues(self, loop: N.For) -> list:
+        """[(dividend, c)]: the divisions, modulos, shifts and masks by a constant c >= 3 in the
+        loop's start and bound whose dividend is an expression over the kernel's scalar
+        parameters (locals defined once are replaced by their definition; small added constants
+        are dropped, ``(n + 3) / 4`` measures ``n``). Only loops of the kernel itself."""
+        r = self._res_cache.get(id(loop))
+        if r is not None:
+            return r
+        out: list = []
+        if any(loop is n for n in walk(self.kernel.body)):
+            for part in (loop.lo, loop.hi):
+                for n in walk(_inline_defs(part, self._defs)):
+                    if not isinstance(n, N.BinOp):
+                        continue
+                    c = self._divisor(n)
+                    if c is None or c < 3:
+                        continue
+                    q = self._strip(n.lhs, c)
+                    names = {v.name for v in walk(q) if isinstance(v, N.Var)}
+                    if any(isinstance(v, N.Builtin) for v in walk(q)) or not names & set(self.params) \
+                            or any(x not in self.params and x not in self.macros for x in names):
+                        continue
+                    if all(_expr_key(q) != _expr_key(q2) or c != c2 for q2, c2 in out):
+                        out.append((q, c))
+        self._res_cache[id(loop)] = out
+        return out
+
+    def _strip(self, e, c: int):
+        """``e`` without added constant terms of at most ``c`` (literals or macros): ``cols + ALIGN
+        - 1`` -> ``cols``, so the remainder is read from the size itself."""
+        while isinstance(e, N.BinOp) and e.op in ("+", "-"):
+            for keep, term in ((e.lhs, e.rhs), (e.rhs, e.lhs) if e.op == "+" else (None, None)):
+                if term is None or any(isinstance(n, N.Builtin) or (isinstance(n, N.Var) and n.name not in self.macros)
+                                       for n in walk(term)):
+                    continue
+                v = self.ev(term, {})
+                if isinstance(v, int) and not isinstance(v, bool) and abs(v) <= c:
+                    e = keep
+                    break
+            else:
+                break
+        return e
+
+    def _divisor(self, e: N.BinOp) -> Optional[int]:
+        """c when ``e`` splits its left operand into whole chunks of a constant c and a remainder:
+        ``x / c``, ``x % c``, ``x >> k`` (c = 2^k), ``x & (c - 1)``, ``x & ~(c - 1)`` (c a power of 2)."""
+        if e.op not in ("/", "%", ">>", "&") or any(isinstance(n, (N.Builtin, N.Var)) and not (
+                isinstance(n, N.Var) and n.name in self.macros) for n in walk(e.rhs)):
+            return None
+        v = self.ev(e.rhs, {})
+        if not isinstance(v, int) or isinstance(v, bool):
+            return None
+        if e.op in ("/", "%"):
+            return v if v > 0 else None
+        if e.op == ">>":
+            return 1 << v if 0 < v < 31 else None
+        for m in (v + 1, -v):          # x & (c - 1), x & ~(c - 1)
+            if m > 1 and m & (m - 1) == 0:
+                return m
+        return None
+
     def _loop_body(self, body, changed, env, first):
         for v in changed:
             env[v] = None
@@ -412,6 +490,42 @@ class _Eval:
             pass
         for v in changed:
             env[v] = None
+
+
+def _single_defs(body, params: set) -> dict:
+    """{name: init} for the locals of ``body`` that are declared once with an initializer and
+    never assigned again (parameters too are never assigned, or they are left out)."""
+    sites: dict = {}
+    for n in walk(body):
+        if isinstance(n, N.Decl):
+            sites.setdefault(n.name, []).append(n.init if n.init is not None and not isinstance(n.init, N.InitList)
+                                                else None)
+        elif isinstance(n, (N.Assign, N.AssignExpr)) and isinstance(n.target, N.Var):
+            sites.setdefault(n.target.name, []).append(None)
+        elif isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") and isinstance(n.operand, N.Var):
+            sites.setdefault(n.operand.name, []).append(None)
+        elif isinstance(n, (N.For,)):
+            sites.setdefault(n.var, []).append(None)
+    out = {k: v[0] for k, v in sites.items() if len(v) == 1 and v[0] is not None and k not in params}
+    for k in params:
+        if k in sites:
+            out[k] = None      # a parameter the kernel changes: no longer its launch value
+    return out
+
+
+def _inline_defs(e, defs: dict, depth: int = 0):
+    """``e`` with the locals of ``defs`` replaced by their definitions (a few levels deep); a
+    parameter the kernel assigns becomes an unknown (``Builtin('?')``), so nothing is read from it."""
+    from ..ir.visit import substitute
+    names = {n.name for n in walk(e) if isinstance(n, N.Var)} & set(defs)
+    if not names or depth > 4:
+        return e
+    m = {k: (defs[k] if defs[k] is not None else N.Builtin("?")) for k in names}
+    return _inline_defs(substitute(e, m), defs, depth + 1)
+
+
+def _expr_key(e) -> str:
+    return repr(e)
 
 
 def _quantity(e, step):
@@ -435,13 +549,15 @@ def _quantity(e, step):
 # ------------------------------------------------------------------------------ targets
 @dataclass
 class _Target:
-    kind: str           # tile | warp | stride | branch
-    key: object         # id() of the For node in its program; ("if", id()) of the If node (branch)
+    kind: str           # tile | warp | stride | residue | branch
+    key: object         # id() of the For node in its program; ("if", id()) of the If node (branch);
+                        # ("res", id(), j) for the j-th division of that For's start/bound (residue)
     loop: N.Stmt        # the For node (the If node of a branch target)
     kernel: int         # index into the kernels list
     text: str           # how the loop reads: "for (k0 = 0; k0 < K; k0 += TILE)"
     warp: int = 32      # lanes per warp/wavefront of that kernel's dialect
     want: Optional[bool] = None   # branch: the value of the condition sought
+    quant: object = None          # residue: the dividend (an expression over the sizes)
 
     def where(self) -> str:
         loc = self.loop.loc
@@ -456,6 +572,8 @@ def _reached(t: _Target, o, *, search: bool) -> bool:
         return False
     if t.kind == "branch":
         return o[1] is not None and o[1] == t.want
+    if t.kind == "residue":       # o = (loop, dividend % c, dividend, c): a whole chunk and c - 1 over
+        return o[2] >= o[3] and o[1] == o[3] - 1
     _, lo, hi, step = o
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
         return False
@@ -603,7 +721,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         for inst, o0, o1 in per_inst:
             for key, (loop, lo, hi, step) in o0.items():
                 covered_obs.setdefault((k.idx, key), [])
-                if (k.idx, key) in seen:
+                if (k.idx, key) in seen or isinstance(key, tuple):
                     continue
                 if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
                     continue
@@ -626,6 +744,19 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         for key in list(covered_obs):
             if key[0] == k.idx:
                 covered_obs[key] = [o0.get(key[1]) for _, o0, _ in per_inst]
+        # residue targets: a division (modulo, shift, mask) of an expression over the sizes by a
+        # constant c >= 3 in a loop's start or bound (the whole chunks of a vector loop and the
+        # remainder its tail loop runs): a size that leaves the largest remainder, c - 1
+        for inst, o0, o1 in per_inst:
+            for key, o in o0.items():
+                if isinstance(key, tuple) and key[0] == "res" and (k.idx, key) not in seen:
+                    seen.add((k.idx, key))
+                    loop = o[0]
+                    q, c = k.ev.residues(loop)[key[2]]
+                    d = k.spec.dialect
+                    text = (f"for ({loop.var} = {_expr_text(loop.lo, d)}; {loop.var} < {_expr_text(loop.hi, d)}; "
+                            f"{loop.var} += {_expr_text(loop.step, d)})")
+                    targets.append(_Target("residue", key, loop, k.idx, text, WARP.get(d, 32), quant=q))
         # branch targets: a condition on sizes only (no thread/task index; the same for thread
         # 0 and 1) that every instance of the spec evaluates the same way; the other branch is
         # never run (a fallback for sizes past an NRAM or shared-memory limit, a tail path)
@@ -642,7 +773,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 text = f"if ({_expr_text(node.cond, k.spec.dialect)})"
                 targets.append(_Target("branch", key, node, k.idx, text, WARP.get(k.spec.dialect, 32),
                                        want=not vals[0]))
-    order = {"tile": 0, "warp": 1, "stride": 2, "branch": 3}
+    order = {"tile": 0, "warp": 1, "stride": 2, "residue": 3, "branch": 4}
     targets.sort(key=lambda t: (order[t.kind], t.kernel, t.loop.loc.line if t.loop.loc else 0))
 
     # 2. drop targets an instance of the spec already reaches, and duplicates (same bound and step)
@@ -712,6 +843,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         into the last warp of the block (warp); the branch is taken (branch)."""
         if t.kind == "branch":
             return _reached(t, o, search=True)
+        if t.kind == "residue":
+            return o is not None and o[2] >= o[3]
         if o is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in o[1:]) or o[3] < 2:
             return False
         n = o[2] - o[1]
@@ -919,6 +1052,12 @@ def _reason(t: _Target, x, v, insts, ks) -> str:
     if t.kind == "branch":
         return (f"`{t.text}` at {t.where()} is {'true' if t.want else 'false'} here (every instance of the spec "
                 f"takes the other branch)")
+    if t.kind == "residue":
+        _, r, v, c = o
+        q = _expr_text(t.quant, ks[t.kernel].spec.dialect)
+        q_s = q if q == str(v) else f"{q} = {v}"
+        return (f"{q_s} ≡ {r} mod {c} (the largest remainder after whole chunks of {c}): "
+                f"loop `{t.loop.var} += {_expr_text(t.loop.step, ks[t.kernel].spec.dialect)}` at {t.where()}")
     _, lo, hi, step = o
     hi_txt = _expr_text(_quantity(t.loop.hi, step), ks[t.kernel].spec.dialect)
     st_txt = _expr_text(t.loop.step, ks[t.kernel].spec.dialect)
