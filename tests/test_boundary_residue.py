@@ -173,12 +173,20 @@ def test_vectorized_relu_gets_a_three_element_tail():
     assert "n = 7 ≡ 3 mod 4" in ds[0].reasons[0]
 
 
-def test_a_bug_only_a_three_element_tail_shows_is_caught_now(monkeypatch):
-    """The tail loop stops one short when n % 4 == 3: caught on the residue instance
+BUGS = {
+    "tail stops one short": TAIL[:-1] + " - (n % 4 == 3);",
+    "tail starts one late": TAIL.replace("n / 4 * 4 +", "n / 4 * 4 + (n % 4 == 3) +"),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_a_bug_only_a_three_element_tail_shows_is_caught_now(monkeypatch, bug):
+    """The tail loop misses an element when n % 4 == 3: caught on the residue instance
     (emu:simt-cpu); with the residue targets taken out (the derivation before them) it verified."""
     src, text, launch = _vectorized_relu()
     assert text.count(TAIL) == 1
-    bad = text.replace(TAIL, TAIL[:-1] + " - (n % 4 == 3);")
+    bad = text.replace(TAIL, BUGS[bug])
+    assert bad != text
     path, cs, sp = _candidate(bad, src, launch)
     v = compare_kernels(path, cs, against=(src, sp), jobs=1)
     assert not v.verified
