@@ -191,6 +191,7 @@ def test_a_bug_only_a_three_element_tail_shows_is_caught_now(monkeypatch, bug):
     v = compare_kernels(path, cs, against=(src, sp), jobs=1)
     assert not v.verified
     assert v.derived and v.derived[0]["changed"] == {"n": 7}
+    assert v.failures and {f.instance for f in v.failures} == {v.derived[0]["name"]}   # only there
     with monkeypatch.context() as m:
         m.setattr(B._Eval, "residues", lambda self, loop: [])
         assert derive_for_files(path, cs, against=(src, sp)) == []
