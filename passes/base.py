@@ -22,8 +22,9 @@ PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "
 #: ``untile`` turns a recovered shared-memory tiled matmul back into the plain contraction,
 #: ``unblock`` does the same for a recovered BANG blocked matmul (NRAM/WRAM slices, task rows),
 #: ``guard_loops`` turns an ``if`` around a row body's loops into a loop (for rows='block'),
-#: ``vectorize_simt`` gives a cuda/hip elementwise loop float4 loads and stores
-STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt")
+#: ``vectorize_simt`` gives a cuda/hip elementwise loop float4 loads and stores,
+#: ``unthread`` turns recovered cyclic thread nests and block reduction trees into plain loops
+STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt", "unthread")
 
 
 class PassError(XPError):

@@ -35,10 +35,17 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # (a shared-memory tiled matmul is un-tiled first, passes/untile.py; a no-op elsewhere)
         matrix = general[:2] + [("untile", {})] + general[2:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
         return [matrix, retarget, general]
+    # a row kernel's recovered thread loops (cyclic strides, a block's halving reduction tree) are
+    # turned back into plain loops (passes/unthread.py) so that the bang / c passes see the row
+    # loops (NRAM and __bang_* reductions, vectorization); probed, and the plan without it follows
+    # unchanged when unthread does not apply or its plan does not verify
     if src in SIMT and dst == "bang":
         # a shared-memory tiled matmul is un-tiled after recovery so that the cache / tensorize passes
         # see the plain contraction (B in WRAM, __bang_matmul); a no-op for every other kernel
-        return [general[:2] + [("untile", {})] + general[2:]]
+        plain = general[:2] + [("untile", {})] + general[2:]
+        return [plain[:3] + [("unthread", {REQUIRE: True})] + plain[3:], plain]
+    if src in SIMT and dst == "c":
+        return [general[:2] + [("unthread", {REQUIRE: True})] + general[2:], general]
     if src == "bang" and dst in SIMT:
         # a BANG blocked matmul (NRAM/WRAM k slices, rows split over tasks) is un-blocked back to
         # the plain contraction (passes/unblock.py), so that cache / tensorize write shared-memory
