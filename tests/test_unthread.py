@@ -169,3 +169,12 @@ def test_softmax_cu_to_bang_uses_nram_and_bang_reductions(tmp_path):
     assert r.verified
     assert "__nram__" in r.code and "__bang_max" in r.code and "__bang_sum" in r.code
     assert any(s.pass_name == "unthread" for s in r.steps)
+
+
+def test_plans_probe_unthread_first_and_keep_the_plan_without_it():
+    from xpiler.migration.pipeline import REQUIRE, plans
+    for src, dst in (("cuda", "bang"), ("hip", "bang"), ("cuda", "c"), ("hip", "c")):
+        ps = plans(src, dst)
+        first = [n for n, _ in ps[0]]
+        assert first[first.index("loop_recovery") + 1] == "unthread" and dict(ps[0])["unthread"].get(REQUIRE)
+        assert "unthread" not in [n for n, _ in ps[-1]] and len(ps) == 2

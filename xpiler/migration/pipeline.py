@@ -43,7 +43,9 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # a shared-memory tiled matmul is un-tiled after recovery so that the cache / tensorize passes
         # see the plain contraction (B in WRAM, __bang_matmul); a no-op for every other kernel
         plain = general[:2] + [("untile", {})] + general[2:]
-        return [plain[:3] + [("unthread", {REQUIRE: True})] + plain[3:], plain]
+        # (unthread before untile: the probe stops at any real refusal before the required step,
+        # and untile refuses (XP4001) some kernels unthread applies to, e.g. self_attention.hip)
+        return [plain[:2] + [("unthread", {REQUIRE: True})] + plain[2:], plain]
     if src in SIMT and dst == "c":
         return [general[:2] + [("unthread", {REQUIRE: True})] + general[2:], general]
     if src == "bang" and dst in SIMT:
