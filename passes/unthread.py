@@ -227,7 +227,7 @@ class _Unthread:
         return f"{name}_u{k}"
 
     # -- the walk
-    def block(self, b: N.Block, owner: N.For | None = None) -> N.Block:
+    def block(self, b: N.Block) -> N.Block:
         stmts = list(b.stmts)
         stmts = self._reductions(stmts)
         out = []
@@ -240,7 +240,7 @@ class _Unthread:
         if isinstance(s, N.Block):
             return self.block(s)
         if isinstance(s, N.For) and isinstance(s.body, N.Block):
-            return s.with_(body=self.block(s.body, s))
+            return s.with_(body=self.block(s.body))
         if isinstance(s, N.CFor) and isinstance(s.body, N.Block):
             return s.with_(body=self.block(s.body))
         if isinstance(s, N.While) and isinstance(s.body, N.Block):
@@ -273,8 +273,10 @@ class _Unthread:
             if not (isinstance(d, N.Decl) and isinstance(d.type, N.Scalar) and d.init is not None
                     and _pure(d.init) and t not in vars_used(d.init) and not (vars_used(d.init) & written)
                     and d.name not in written):
-                raise PassError(NAME, f"thread loop '{t}'{_line(d)}: '{getattr(d, 'name', type(d).__name__)}' before the strided loop is "
-                                      "not a declaration of a value that every thread computes alike", d)
+                what = f"the declaration of '{d.name}'" if isinstance(d, N.Decl) else \
+                    f"a statement ({type(d).__name__.lower()})"
+                raise PassError(NAME, f"thread loop '{t}'{_line(d)}: {what} before the strided loop is not a "
+                                      "declaration of a value that every thread computes alike", d)
         keep = [x for x in lp.body.stmts if x is not c and (not isinstance(x, N.Comment) or not x.trailing)]
         return self._flatten(lp, c, keep)
 

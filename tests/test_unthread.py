@@ -78,7 +78,8 @@ def _args(entry):
     a = lambda n, d, rest: ARG.format(n=n, d=d, rest=rest)  # noqa: E731
     common = [a("x", "float32", 'shape = ["rows", "cols"]\nrole = "in"'),
               a("y", "float32", 'shape = ["rows", "cols"]\nrole = "inout"')]
-    scal = [a("rows", "int32", 'role = "scalar"\nvalue = "rows"'), a("cols", "int32", 'role = "scalar"\nvalue = "cols"')]
+    scal = [a("rows", "int32", 'role = "scalar"\nvalue = "rows"'),
+            a("cols", "int32", 'role = "scalar"\nvalue = "cols"')]
     if entry == "rowred":
         return "\n".join(common + [a("out", "float32", 'shape = ["rows"]\nrole = "out"')] + scal)
     return "\n".join(common + scal + [a("a", "float32", 'role = "scalar"\nvalue = 1.5')])
@@ -178,3 +179,48 @@ def test_plans_probe_unthread_first_and_keep_the_plan_without_it():
         first = [n for n, _ in ps[0]]
         assert first[first.index("loop_recovery") + 1] == "unthread" and dict(ps[0])["unthread"].get(REQUIRE)
         assert "unthread" not in [n for n, _ in ps[-1]] and len(ps) == 2
+
+
+# two recovered phases whose hoisted declarations share a name: the second is renamed
+TWO_PHASES = r"""
+void scale(const float *x, float *y, int rows, int cols, float a)
+{
+    for (int row = 0; row < rows; ++row) {
+        if (row >= rows)
+            continue;
+        float *yr = y + (long)row * cols;
+        const float *xr = x + (long)row * cols;
+        for (int tid = 0; tid < 32; ++tid) {
+            float k = a * 0.5f;
+            for (int c = tid; c < cols; c += 32)
+                yr[c] = xr[c] * k;
+        }
+        for (int tid = 0; tid < 32; ++tid) {
+            float k = a + 1.0f;
+            for (int c_1 = tid; c_1 < cols; c_1 += 32)
+                yr[c_1] += k;
+        }
+    }
+}
+"""
+
+
+def test_hoisted_names_stay_apart_and_the_dead_guard_goes(tmp_path):
+    src = _write(tmp_path, CYCLIC, "scale", **CYC_OK)      # the spec (cuda source as the oracle)
+    sp = load_spec(str(src) + ".toml")
+    (tmp_path / "two.c").write_text(TWO_PHASES)
+    q = unthread.apply(parse_text(TWO_PHASES, "c", "two.c"), entry="scale")
+    out = print_program(q, "c")
+    # both 'k' occur outside their own thread loop: each hoisted one gets a fresh name
+    assert "float k_u2 = a * 0.5f;" in out and "yr[c] = xr[c] * k_u2;" in out
+    assert "float k_u3 = a + 1.0f;" in out and "yr[c_1] += k_u3;" in out
+    assert "continue" not in out and "tid" not in out
+    ref = tmp_path / "two_ref.c"
+    ref.write_text(TWO_PHASES)
+    rs = sp.with_dialect("c", "scale", {})
+    cand = tmp_path / "cand.c"
+    cand.write_text(out)
+    rs.path = tmp_path / "cand.c.toml"
+    rs.path.write_text(spec_to_toml(rs))
+    v = compare_kernels(cand, rs, against=(ref, rs), use_reference=False, seeds=(0,))
+    assert v.verified, v.failures[:1]
