@@ -438,9 +438,10 @@ class _Unthread:
             if step is None or step <= 0 or n.cmp != "<" or not _pure(n.hi):
                 return n
             stmts = list(n.body.stmts)
+            bound = vars_used(n.hi) | {n.var}
             for k, s in enumerate(stmts):
-                if isinstance(s, N.Comment) or isinstance(s, N.Decl) and s.init is None:
-                    continue
+                if isinstance(s, N.Comment) or isinstance(s, N.Decl) and s.init is None and s.name not in bound:
+                    continue   # (a declaration shadowing the bound or the index would change the guard)
                 if isinstance(s, N.If) and s.else_ is None and isinstance(_single(s.then), N.Continue) \
                         and isinstance(s.cond, N.BinOp) and s.cond.op == ">=" and _is_var(s.cond.lhs, n.var) \
                         and _text(s.cond.rhs) == _text(n.hi):

@@ -224,3 +224,9 @@ def test_hoisted_names_stay_apart_and_the_dead_guard_goes(tmp_path):
     rs.path.write_text(spec_to_toml(rs))
     v = compare_kernels(cand, rs, against=(ref, rs), use_reference=False, seeds=(0,))
     assert v.verified, v.failures[:1]
+
+
+def test_a_guard_reading_a_shadowing_declaration_stays():
+    text = TWO_PHASES.replace("        if (row >= rows)", "        int rows;\n        if (row >= rows)")
+    out = print_program(unthread.apply(parse_text(text, "c", "two.c"), entry="scale"), "c")
+    assert "continue" in out and "tid" not in out
