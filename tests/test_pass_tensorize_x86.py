@@ -80,7 +80,7 @@ def test_sum_reduction_and_max_reduction_forms():
     ("y[i] = x[i] * (float)i;", "the loop variable as a value"),
     ("s += x[i]; y[i] = s;", "the running sum is read inside the loop"),
     ("if (x[i] > 0.0f) y[i] = x[i];", "a branch that depends on the lane"),
-    ("y[i] = erff(x[i]);", "no vector form of erff"),
+    ("y[i] = logf(x[i]);", "no vector form of logf"),
     ("y[i] = x[i]; n = n - 1;", "the bound changes inside the loop"),
     ("y[idx[i]] = x[i];", "a scatter"),
     ("y[i] = x[i] + y[0];", "a broadcast of an element the loop writes"),

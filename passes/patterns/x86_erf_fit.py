@@ -1,0 +1,73 @@
+"""How the coefficients of ``xp_erf512`` (:mod:`passes.patterns.x86_math`) were obtained.
+
+Not imported by the compiler: run ``python -m passes.patterns.x86_erf_fit`` to recompute and
+print them (numpy only, float64, deterministic).
+
+erf is odd, so only a = |x| is approximated and the sign of x is put back at the end.
+
+* ``a < 1``: ``erf(a) = a * P(a*a)``, P of degree 6, fitted for the smallest *relative* error
+  of erf/a over t = a*a in [0, 1] (so the result keeps full relative precision down to the
+  smallest and denormal inputs: erf(a) ~ 2/sqrt(pi) * a there).
+* ``1 <= a``: ``erf(a) = 1 - exp(Q(a - 1))``, Q of degree 7 fitted to log(erfc(a)) on
+  [1, 3.92], weighted by erfc(a) so that the *absolute* error of erf is the one minimised
+  (erf >= 0.84 there, so absolute and relative error are alike).  a is clamped to 3.92 first:
+  erfc(3.92) = 1.6e-8 is below half an ulp of 1.0f, so every larger a gives exactly 1.0f,
+  as erff does.
+
+The fit: weighted least squares on 4000 Chebyshev points of the interval, then Lawson's
+iteration (the weights are multiplied by the current error each round), which drives the
+least-squares fit towards the equal-ripple (minimax) one.  The float64 fit errors are ~1e-9
+(range 1, relative) and ~2e-11 (range 2, absolute); the float32 helper's error is dominated
+by rounding and is measured in tests/test_vector_erf.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+SPLIT = 1.0
+CLAMP = 3.92
+DEG_SMALL = 6
+DEG_LARGE = 7
+
+
+def _lawson(t, f, deg, weight, rounds=60):
+    A = np.vander(t, deg + 1, increasing=True)
+    w = np.ones_like(t)
+    for _ in range(rounds):
+        sw = np.sqrt(w) * weight
+        c, *_ = np.linalg.lstsq(A * sw[:, None], f * sw, rcond=None)
+        e = np.abs((A @ c - f) * weight)
+        w = w * e
+        w /= w.sum()
+    return c, float(np.max(np.abs((A @ c - f) * weight)))
+
+
+def _cheb(lo, hi, n=4000):
+    return 0.5 * (hi + lo) + 0.5 * (hi - lo) * np.cos(np.linspace(0.0, math.pi, n))
+
+
+def fit():
+    """(P coefficients, Q coefficients, fit errors), lowest degree first."""
+    erf = np.vectorize(math.erf)
+    erfc = np.vectorize(math.erfc)
+    a = _cheb(0.0, SPLIT)
+    a = a[a > 0]
+    f = erf(a) / a
+    p, ep = _lawson(a * a, f, DEG_SMALL, 1.0 / f)
+    a = _cheb(SPLIT, CLAMP)
+    q, eq = _lawson(a - SPLIT, np.log(erfc(a)), DEG_LARGE, erfc(a))
+    return p, q, (ep, eq)
+
+
+def c_literals(coeffs):
+    """Each coefficient rounded to float32 and written so that it reads back to that float."""
+    return [f"{float(np.float32(c)):.9g}f" for c in coeffs]
+
+
+if __name__ == "__main__":
+    p, q, errs = fit()
+    print("P:", ", ".join(c_literals(p)))
+    print("Q:", ", ".join(c_literals(q)))
+    print("fit errors (float64):", errs)
