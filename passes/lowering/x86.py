@@ -714,7 +714,7 @@ def _lower_body_in(x: X86, stmts) -> tuple:
 
 #: vector math helpers tensorize writes (passes/patterns/x86_math.py) -> the scalar function each
 #: one computes (within 2 ulp, same inf / 0 / NaN; tested there)
-KNOWN_HELPERS = {"xp_exp512": "expf", "xp_erf512": "erff"}
+KNOWN_HELPERS = {"xp_exp512": "expf", "xp_erf512": "erff", "xp_tanh512": "tanhf"}
 
 
 def known_helpers(program: N.Program) -> dict:

@@ -6,9 +6,9 @@
 * :mod:`passes.patterns.x86_loops`: which loops are tried (innermost first), reductions, and the
   16-lane main loop + one masked tail that replaces a loop;
 * :mod:`passes.patterns.x86_math`: vector helpers written into the output (``xp_exp512``,
-  ``xp_erf512``), plus the includes.
+  ``xp_erf512``, ``xp_tanh512``), plus the includes.
 
-Functions without an AVX-512 form here (tanhf, logf, powf) leave their loop scalar.
+Functions without an AVX-512 form here (logf, powf) leave their loop scalar.
 """
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ lane semantics) on the same probe values.
     dropped like fmaxf does; when both operands vary, lanes where the first is NaN are blended
     to the second)     (x > y ? x : y) -> _mm512_max_ps(x, y) exactly     fabsf -> _mm512_abs_ps
     sqrtf -> _mm512_sqrt_ps (correctly rounded, as sqrtf)     expf -> xp_exp512 (x86_math)
-    erff -> xp_erf512 (x86_math; <= 2 ulp, every float32 input checked)
+    erff -> xp_erf512, tanhf -> xp_tanh512 (x86_math; <= 2 ulp, every float32 input checked)
     (float)(a > b) -> _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(...), 1)
     c ? a : b (c varies, a and b read no memory) -> _mm512_mask_blend_ps
     anything that does not depend on j -> _mm512_set1_ps(the scalar expression)
@@ -56,7 +56,7 @@ BIN = {"+": "_mm512_add_ps", "-": "_mm512_sub_ps", "*": "_mm512_mul_ps", "/": "_
 MAXMIN = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
 UNARY = {"fabsf": "_mm512_abs_ps", "fabs": "_mm512_abs_ps", "sqrtf": "_mm512_sqrt_ps", "sqrt": "_mm512_sqrt_ps",
          "expf": "xp_exp512", "exp": "xp_exp512", "__expf": "xp_exp512",
-         "erff": "xp_erf512", "erf": "xp_erf512"}
+         "erff": "xp_erf512", "erf": "xp_erf512", "tanhf": "xp_tanh512", "tanh": "xp_tanh512"}
 CMP = {">": "_CMP_GT_OQ", "<": "_CMP_LT_OQ", ">=": "_CMP_GE_OQ", "<=": "_CMP_LE_OQ", "==": "_CMP_EQ_OQ",
        "!=": "_CMP_NEQ_UQ"}
 PURE_CALLS = set(MAXMIN) | set(UNARY) | {"rsqrtf", "erff", "erf", "tanhf", "tanh", "logf", "log", "powf"}
@@ -397,7 +397,7 @@ _VNP = {"_mm512_add_ps": np.add, "_mm512_sub_ps": np.subtract, "_mm512_mul_ps": 
         "_mm512_div_ps": np.divide, "_mm512_max_ps": lambda a, b: np.where(a > b, a, b),
         "_mm512_min_ps": lambda a, b: np.where(a < b, a, b),
         "_mm512_abs_ps": np.abs, "_mm512_sqrt_ps": np.sqrt, "xp_exp512": np.exp,
-        "xp_erf512": np.vectorize(math.erf, otypes=[np.float64])}
+        "xp_erf512": np.vectorize(math.erf, otypes=[np.float64]), "xp_tanh512": np.tanh}
 _CNP = {"_CMP_GT_OQ": np.greater, "_CMP_LT_OQ": np.less, "_CMP_GE_OQ": np.greater_equal,
         "_CMP_LE_OQ": np.less_equal, "_CMP_EQ_OQ": np.equal, "_CMP_NEQ_UQ": np.not_equal,
         "_CMP_UNORD_Q": lambda a, b: np.isnan(a) | np.isnan(b)}

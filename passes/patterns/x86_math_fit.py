@@ -1,8 +1,11 @@
-"""How the coefficients of ``xp_erf512`` (:mod:`passes.patterns.x86_math`) were obtained.
+"""How the polynomial coefficients of ``xp_erf512`` and ``xp_tanh512``
+(:mod:`passes.patterns.x86_math`) were obtained.
 
-Not imported by the compiler: run ``python -m passes.patterns.x86_erf_fit`` to recompute and
+Not imported by the compiler: run ``python -m passes.patterns.x86_math_fit`` to recompute and
 print them (numpy only, float64, deterministic).
 
+erf
+---
 erf is odd, so only a = |x| is approximated and the sign of x is put back at the end.
 
 * ``a < 1``: ``erf(a) = a * P(a*a)``, P of degree 6, fitted for the smallest *relative* error
@@ -19,6 +22,15 @@ iteration (the weights are multiplied by the current error each round), which dr
 least-squares fit towards the equal-ripple (minimax) one.  The float64 fit errors are ~1e-9
 (range 1, relative) and ~2e-11 (range 2, absolute); the float32 helper's error is dominated
 by rounding and is measured in tests/test_vector_erf.py.
+
+tanh
+----
+tanh is odd too; a = |x|.
+
+* ``a < 0.625``: ``tanh(a) = a * T(a*a)``, T of degree 6, fitted for the smallest relative
+  error of tanh/a over t in [0, 0.390625] (float64 fit error ~1.4e-10).
+* ``0.625 <= a``: ``tanh(a) = 1 - 2 / (e**(2a) + 1)`` (an identity, no fit), a clamped to 9.02:
+  1 - tanh(9.02) < 2**-25, so every larger a gives exactly 1.0f.
 """
 from __future__ import annotations
 
@@ -30,6 +42,8 @@ SPLIT = 1.0
 CLAMP = 3.92
 DEG_SMALL = 6
 DEG_LARGE = 7
+TANH_SPLIT = 0.625
+DEG_TANH = 6
 
 
 def _lawson(t, f, deg, weight, rounds=60):
@@ -61,9 +75,21 @@ def fit():
     return p, q, (ep, eq)
 
 
+def fit_tanh():
+    """(T coefficients, fit error), lowest degree first."""
+    a = _cheb(0.0, TANH_SPLIT)
+    a = a[a > 0]
+    f = np.tanh(a) / a
+    return _lawson(a * a, f, DEG_TANH, 1.0 / f)
+
+
 def c_literals(coeffs):
     """Each coefficient rounded to float32 and written so that it reads back to that float."""
-    return [f"{float(np.float32(c)):.9g}f" for c in coeffs]
+    out = []
+    for c in coeffs:
+        s = f"{float(np.float32(c)):.9g}"
+        out.append(s + ("f" if any(ch in s for ch in ".e") else ".0f"))
+    return out
 
 
 if __name__ == "__main__":
@@ -71,3 +97,6 @@ if __name__ == "__main__":
     print("P:", ", ".join(c_literals(p)))
     print("Q:", ", ".join(c_literals(q)))
     print("fit errors (float64):", errs)
+    t, et = fit_tanh()
+    print("T:", ", ".join(c_literals(t)))
+    print("tanh fit error (float64):", et)
