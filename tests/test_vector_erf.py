@@ -171,6 +171,19 @@ def test_gelu_vectorizes_with_the_helper_and_verifies():
     assert v.verified, v.failures[:1]
 
 
+def test_gelu_vector_output_verifies_through_simde(monkeypatch):
+    from xpiler.platforms import c as CP
+    if not CP.simde_available():
+        pytest.skip("SIMD Everywhere headers not installed")
+    monkeypatch.setenv("XPILER_C_SUBSTRATE", "simde")
+    src = ROOT / "examples" / "gelu" / "gelu.c"
+    vec = tensorize.apply(parse_file(src), entry="gelu", target="c")
+    assert "xp_erf512" in _intrinsics(vec)
+    v = verify(vec, src, dialect="c", launch={})
+    assert v.verified, v.failures[:1]
+    assert v.substrate == "emu:simde-cpu"
+
+
 def test_probe_check_rejects_a_wrong_erf_mapping(monkeypatch):
     # if the helper stood for another function, evaluating both sides on probes refuses the loop
     monkeypatch.setitem(x86_vec.UNARY, "erff", "xp_exp512")
