@@ -368,3 +368,27 @@ def test_bang_row_sources_state_their_nram_limit(name):
     assert "MAX_COLS 8192" in src.read_text()
     assert "cols <= 8192" in spec_to_toml(spec)
     assert all(d.sizes.get("cols", 0) <= 8192 for d in derive_for_files(src, spec))
+
+
+TRAP_C = """\
+#include <stdlib.h>
+void twice(const float* x, float* y, int n, int C) {
+    int padded = (n + 31) / 32 * 32;
+    if (padded > 128)
+        abort();                 /* a capacity guard: sizes past it are refused */
+    float buf[128];
+    for (int i = 0; i < n; ++i)
+        buf[i] = 2.0f * x[i];
+    for (int i = 0; i < n; ++i)
+        y[i] = buf[i] + (float)(C - C);
+}
+"""
+
+
+def test_a_branch_that_traps_is_not_a_target(tmp_path):
+    """A size-only branch no spec instance takes is a target (2026-12-04) — unless taking it
+    stops the kernel (a trap, abort, a failed assert): those sizes are refused by the kernel,
+    like the capacity guard passes/runtime_arrays.py puts before a bounded array."""
+    ds, _ = _derive(tmp_path, "t.c", TRAP_C, CHUNK_SPEC)
+    assert all((d.sizes["n"] + 31) // 32 * 32 <= 128 for d in ds), [d.sizes for d in ds]
+    assert not any("padded > 128" in r for d in ds for r in d.reasons)

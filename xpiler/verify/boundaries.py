@@ -42,7 +42,7 @@ linear scan from there the congruence. The first value that reaches the boundary
 provided the instance is valid for the spec (its expressions, launch and limits), keeps every
 size a multiple of what all of the spec's instances are multiples of (a spec that only ever tests
 K as a multiple of 16 is taken to require it), satisfies ``[test] constraints``, passes the
-kernel's own asserts for thread 0 (and reaches the loop: an early return stops the walk), and
+kernel's own asserts and traps for thread 0 (and reaches the loop: an early return stops the walk), and
 stays small. Everything is a pure function of the kernel text and the spec, so the
 same instances come back on every run (provenance replay re-derives them).
 ``[test] derive_boundaries = false`` in the spec turns it off.
@@ -67,6 +67,8 @@ MIN_CAP_ELEMENTS = 1 << 16
 BRANCH_CAP_ELEMENTS = 1 << 19   # element cap of an instance derived to take a branch no instance takes
 MIN_CAP_THREADS = 1 << 16
 WARP = {"cuda": 32, "hip": 64}
+#: calls that stop the kernel: reaching one means the kernel refuses the instance
+_TRAPS = frozenset({"__trap", "__builtin_trap", "abort", "exit", "__assert_fail"})
 _MINMAX = {"min": min, "max": max, "fminf": min, "fmaxf": max, "fmin": min, "fmax": max, "std::min": min,
            "std::max": max, "umin": min, "umax": max, "__min": min, "__max": max, "imin": min, "imax": max}
 _INT = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
@@ -314,6 +316,11 @@ class _Eval:
             v = self.ev(e.args[0], env)
             if _num(v) and not v:
                 self.refused = True
+            return None
+        if name in _TRAPS:
+            # a trap reached for these sizes: the kernel refuses them, like a failed assert
+            # (e.g. the capacity guard passes/runtime_arrays.py puts before a bounded array)
+            self.refused = True
             return None
         m = self.macros.get(name)
         if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args) \
