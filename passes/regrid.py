@@ -106,20 +106,27 @@ def check(program: N.Program, func: N.Func) -> dict:
     for n in walk(func.body):
         if isinstance(n, N.Builtin) and n.name.startswith(_PARALLEL) and id(n) not in allowed:
             raise PassError(NAME, f"regrid: '{n.name}' is used outside the grid-stride loop's header", n)
-        if isinstance(n, (N.Barrier, N.Fragment)):
-            raise PassError(NAME, "regrid: the kernel has a barrier or a matrix fragment", n)
-        if isinstance(n, N.Decl) and (n.scope != "local" or set(n.storage or ()) & {"__shared__", "__device__"}):
-            raise PassError(NAME, f"regrid: '{n.name}' is not a thread-local variable", n)
-        if isinstance(n, N.Intrinsic):
-            d = REGISTRY.get(n.name)
-            if d is not None and d.category in ("warp", "wmma", "mfma"):
-                raise PassError(NAME, f"regrid: '{n.name}' is a {d.category} collective", n)
+        check_independent_thread(n, "regrid: ")
     trip = trip_count_expr(program, func, N.For(loop.var, N.Const(0, "int32", "0"), loop.hi,
                                                 N.Const(1, "int32", "1"), N.Block(())))
     if trip is None:
         raise PassError(NAME, "regrid: the loop's bound is not an expression over the kernel's integer "
                               "parameters", loop)
     return {"loop": loop, "trip": trip}
+
+
+def check_independent_thread(n, prefix: str = "", pass_name: str = NAME) -> None:
+    """PassError (XP4001) when node ``n`` ties a thread to the others of its block or grid: a
+    barrier or matrix fragment, a declaration that is not thread-local, a warp or matrix
+    collective. Shared by regrid and vectorize_simt, which both relaunch a kernel's threads."""
+    if isinstance(n, (N.Barrier, N.Fragment)):
+        raise PassError(pass_name, f"{prefix}the kernel has a barrier or a matrix fragment", n)
+    if isinstance(n, N.Decl) and (n.scope != "local" or set(n.storage or ()) & {"__shared__", "__device__"}):
+        raise PassError(pass_name, f"{prefix}'{n.name}' is not a thread-local variable", n)
+    if isinstance(n, N.Intrinsic):
+        d = REGISTRY.get(n.name)
+        if d is not None and d.category in ("warp", "wmma", "mfma"):
+            raise PassError(pass_name, f"{prefix}'{n.name}' is a {d.category} collective", n)
 
 
 def launch(plan: dict, block: int, grid_cap) -> dict:

@@ -63,11 +63,11 @@ that element). The lanes run the body in iteration order, each in its own block.
 from __future__ import annotations
 
 from xpiler.ir import nodes as N
-from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, walk
 
 from .base import PassError
 from . import dependence as D
+from .regrid import check_independent_thread
 
 NAME = "vectorize_simt"
 SIMT = ("cuda", "hip")
@@ -168,14 +168,7 @@ def _the_loop(program, func):
     for n in walk(func.body):
         if isinstance(n, N.Builtin) and n.name.startswith(_PARALLEL):
             raise PassError(NAME, f"'{n.name}' is used in a kernel whose loop is bound to global.x", n)
-        if isinstance(n, (N.Barrier, N.Fragment)):
-            raise PassError(NAME, "the kernel has a barrier or a matrix fragment", n)
-        if isinstance(n, N.Decl) and (n.scope != "local" or set(n.storage or ()) & {"__shared__", "__device__"}):
-            raise PassError(NAME, f"'{n.name}' is not a thread-local variable", n)
-        if isinstance(n, N.Intrinsic):
-            d = REGISTRY.get(n.name)
-            if d is not None and d.category in ("warp", "wmma", "mfma"):
-                raise PassError(NAME, f"'{n.name}' is a {d.category} collective", n)
+        check_independent_thread(n, pass_name=NAME)
     return loop, "bound"
 
 
