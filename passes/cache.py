@@ -316,8 +316,40 @@ def plan_regtile(program: N.Program, entry: str, tile, thread_tile, bk, double=F
     return ct, BM, TM, BK
 
 
-def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread_tile=None, bk=None):
+def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec, double=False, pass_name=NAME):
+    """(Contraction, BM, BN, T, BK) for the wide register-blocked form (``vec=4``: float4 reads
+    of shared memory, passes/patterns/simt_regtile.py ``body_wide``)."""
+    from .patterns import simt_regtile as RT
+    if int(vec) != RT.VEC:
+        raise PassError(pass_name, f"vec={vec}: the wide register-blocked form reads float{RT.VEC} only", None,
+                        "XP4001")
+    if double:
+        raise PassError(pass_name, "the register-blocked form has one buffer (no double=True)", None, "XP4001")
+    ct, _ = plan_simt(program, entry, "auto", False, pass_name)
+    BM, TM, BK = int(tile), int(thread_tile), int(bk or 8)
+    BN = int(tile_n or tile)
+    why = RT.check_wide(ct, BM, BN, TM, BK)
+    if why:
+        raise PassError(pass_name, f"kernel '{entry}': {why}", ct.root, "XP4001")
+    need = RT.wide_shared_bytes(BM, BN, BK)
+    have = U.static_bytes(program, ct.func, "shared")
+    if have + need > U.SHARED_BYTES:
+        raise PassError(pass_name, f"tile {BM}x{BN}x{BK}: {have + need} bytes of shared memory, more than "
+                                   f"{U.SHARED_BYTES}", ct.root)
+    return ct, BM, BN, TM, BK
+
+
+def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread_tile=None, bk=None,
+               tile_n=None, vec=None):
     from .patterns import simt_tile as ST
+    if thread_tile and vec:
+        from .patterns import simt_regtile as RT
+        ct, BM, BN, TM, BK = plan_wide(program, entry, tile, tile_n, thread_tile, bk, vec, double, pass_name)
+        return (ST.rebuild(program, ct, RT.body_wide(ct, program.dialect, BM, BN, TM, BK)),
+                RT.launch_wide(ct, program.dialect, BM, BN, TM))
+    if tile_n is not None and str(tile_n) != str(tile):
+        raise PassError(pass_name, f"tile_n={tile_n}: a rectangular tile needs the wide form (vec=4)", None,
+                        "XP4001")
     if thread_tile:
         from .patterns import simt_regtile as RT
         ct, BM, TM, BK = plan_regtile(program, entry, tile, thread_tile, bk, double, pass_name)
@@ -330,6 +362,13 @@ def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread
 
 def check(program: N.Program, *, entry: str, **params) -> None:
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
+        if params.get("thread_tile") and params.get("vec"):
+            plan_wide(program, entry, params.get("tile", 128), params.get("tile_n"), params["thread_tile"],
+                      params.get("bk"), params["vec"], params.get("double", False))
+            return
+        if params.get("tile_n") is not None and params.get("tile_n") != params.get("tile"):
+            raise PassError(NAME, f"tile_n={params['tile_n']}: a rectangular tile needs the wide form (vec=4)",
+                            None, "XP4001")
         if params.get("thread_tile"):
             plan_regtile(program, entry, params.get("tile", 64), params["thread_tile"], params.get("bk"),
                          params.get("double", False))
@@ -342,7 +381,8 @@ def check(program: N.Program, *, entry: str, **params) -> None:
 def apply(program: N.Program, *, entry: str, **params):
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
         return apply_simt(program, entry, params.get("tile", "auto"), params.get("double", False),
-                          thread_tile=params.get("thread_tile"), bk=params.get("bk"))
+                          thread_tile=params.get("thread_tile"), bk=params.get("bk"),
+                          tile_n=params.get("tile_n"), vec=params.get("vec"))
     kind, func, plan, size = _plan(program, entry, **params)
     if kind == "elementwise":
         nf = _stage_elementwise(program, func, plan, size)
@@ -355,10 +395,12 @@ def apply(program: N.Program, *, entry: str, **params):
 
 def candidates(program: N.Program, target: str) -> list[dict]:
     if target in ("cuda", "hip"):
-        from .patterns.simt_regtile import SHAPES
+        from .patterns.simt_regtile import SHAPES, VEC, WIDE_SHAPES
         out = []
         for p in [{"target": target, "tile": t} for t in SIMT_TILES] + \
-                 [{"target": target, "tile": bm, "thread_tile": tm, "bk": bk} for bm, tm, bk in SHAPES]:
+                 [{"target": target, "tile": bm, "thread_tile": tm, "bk": bk} for bm, tm, bk in SHAPES] + \
+                 [{"target": target, "tile": bm, "tile_n": bn, "thread_tile": tm, "bk": bk, "vec": VEC}
+                  for bm, bn, tm, bk in WIDE_SHAPES]:
             try:
                 for f in program.kernels:
                     check(program, entry=f.name, **p)

@@ -131,6 +131,13 @@ class Z:
             # C semantics: truncation toward zero
             q = z3.If(a >= 0, z3.If(b > 0, a / b, -(a / -b)), z3.If(b > 0, -((-a) / b), (-a) / -b))
             return q if e.op == "/" else a - b * q
+        if isinstance(e, N.Call) and getattr(e.func, "name", e.func) == "cdiv" and len(e.args) == 2 \
+                and isinstance(U.strip_casts(e.args[1]), N.Const) and isinstance(U.strip_casts(e.args[1]).value, int) \
+                and U.strip_casts(e.args[1]).value > 0:
+            # a launch size loop recovery keeps as written (a hip/cuda spec's grid 'cdiv(M,16)'):
+            # the mathematical ceiling, as xpiler/expr.py evaluates it; z3's '/' floors for b > 0
+            a, b = self.int(e.args[0]), U.strip_casts(e.args[1]).value
+            return -((-a) / b)
         raise Refused("an index or bound is not integer arithmetic the prover reads", e)
 
     def bool(self, e):

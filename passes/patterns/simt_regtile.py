@@ -113,3 +113,124 @@ def body(ct, dialect: str, BM: int, TM: int, BK: int) -> str:
 
 def launch(ct, dialect: str, BM: int, TM: int) -> dict:
     return ST.launch(ct, dialect, BM // TM, BM // TM, BM, BM)
+
+
+# ------------------------------------------------------------------------------ the wide form (vec=4)
+#: (BM, BN, T, BK) of the wide form offered by the cache pass's candidates: a BM x BN block tile,
+#: T x T per thread, shared-memory reads as float4 (``vec=4``)
+WIDE_SHAPES = ((128, 128, 8, 8), (128, 64, 8, 8), (64, 128, 8, 8), (64, 64, 8, 8), (64, 64, 4, 16))
+VEC = 4
+
+
+def wide_pad(BM: int) -> int:
+    """Row length of the transposed A slice: BM + 4 keeps float4 reads aligned (16 bytes) and puts
+    the transposed stores of consecutive k of one row on different banks."""
+    return BM + VEC
+
+
+def check_wide(ct, BM: int, BN: int, TM: int, BK: int) -> str | None:
+    """Why the wide register tiling does not apply to ``ct`` (None: it does)."""
+    if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")) or ct.acc_dtype != "float32":
+        return "register tiles are for float32 operands and accumulator"
+    if min(BM, BN, TM, BK) <= 0:
+        return f"tile {BM}x{BN}, thread tile {TM}, bk {BK}: every size must be positive"
+    if TM % VEC:
+        return f"thread tile {TM} is not a multiple of {VEC} (each thread reads float4 runs of A and B)"
+    if BM % TM or BN % TM:
+        return f"tile {BM}x{BN} is not a multiple of thread tile {TM}"
+    threads = (BM // TM) * (BN // TM)
+    if threads > 1024 or threads < 32:
+        return f"tile {BM}x{BN} / thread tile {TM} gives {threads} threads per block (32 to 1024)"
+    if TM * TM > 64:
+        return f"a {TM}x{TM} thread tile holds too many accumulators"
+    return None
+
+
+def wide_shared_bytes(BM: int, BN: int, BK: int) -> int:
+    return 4 * BK * (wide_pad(BM) + BN)
+
+
+def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, BK: int) -> str:
+    """A ``BM x BN`` tile per block of ``(BN/TM) x (BM/TM)`` threads; thread (tx, ty) owns the
+    rows ``ty*4 + q + 4*SY*m4`` and the columns ``tx*4 + q + 4*SX*n4`` (q < 4): runs of four
+    consecutive rows / columns, so that per step kk it reads its TM values of A and of B as
+    TM/4 float4 each from shared memory (A staged transposed, k-major, rows padded by 4)."""
+    E = ST.Emit(ct, dialect)
+    TN = TM
+    SY, SX = BM // TM, BN // TN
+    NT = SX * SY
+    MV, NV = TM // VEC, TN // VEC          # float4 runs per thread along rows / columns
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else ST.N.Const(0, "int32", "0")
+    PA = wide_pad(BM)
+    comp = ("x", "y", "z", "w")
+    L = [f"__shared__ __align__(16) float xp_As[{BK * PA}];",
+         f"__shared__ __align__(16) float xp_Bs[{BK * BN}];",
+         "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;",
+         f"const int xp_tid = xp_ty * {SX} + xp_tx;"]
+    head = len(L)
+    L += [f"const int xp_i0 = blockIdx.y * {BM};", f"const int xp_j0 = blockIdx.x * {BN};",
+          f"float xp_acc[{TM}][{TN}];",
+          "#pragma unroll",
+          f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          "    #pragma unroll",
+          f"    for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          "        xp_acc[xp_m][xp_n] = 0.0f;",
+          "    }",
+          "}",
+          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {BK}) {{",
+          "    #pragma unroll",
+          f"    for (int xp_t = xp_tid; xp_t < {BM * BK}; xp_t += {NT}) {{",
+          f"        const int xp_r = xp_t / {BK};",
+          f"        const int xp_c = xp_t % {BK};",
+          f"        xp_As[xp_c * {PA} + xp_r] = (xp_i0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
+          f"{E.load('A', b, 'xp_i0 + xp_r', 'xp_k0 + xp_c')} : 0.0f;",
+          "    }",
+          "    #pragma unroll",
+          f"    for (int xp_t = xp_tid; xp_t < {BK * BN}; xp_t += {NT}) {{",
+          f"        const int xp_r = xp_t / {BN};",
+          f"        const int xp_c = xp_t % {BN};",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
+          f"{E.load('B', b, 'xp_k0 + xp_r', 'xp_j0 + xp_c')} : 0.0f;",
+          "    }",
+          "    __syncthreads();",
+          "    #pragma unroll",
+          f"    for (int xp_kk = 0; xp_kk < {BK}; ++xp_kk) {{",
+          f"        float xp_a[{TM}];",
+          f"        float xp_bv[{TN}];",
+          "        #pragma unroll",
+          f"        for (int xp_v = 0; xp_v < {MV}; ++xp_v) {{",
+          f"            const float4 xp_a4 = ((const float4 *)xp_As)[xp_kk * {PA // VEC} + xp_ty + xp_v * {SY}];"]
+    L += [f"            xp_a[xp_v * 4 + {q}] = {E.op('A', f'xp_a4.{c}')};" for q, c in enumerate(comp)]
+    L += ["        }",
+          "        #pragma unroll",
+          f"        for (int xp_v = 0; xp_v < {NV}; ++xp_v) {{",
+          f"            const float4 xp_b4 = ((const float4 *)xp_Bs)[xp_kk * {BN // VEC} + xp_tx + xp_v * {SX}];"]
+    L += [f"            xp_bv[xp_v * 4 + {q}] = {E.op('B', f'xp_b4.{c}')};" for q, c in enumerate(comp)]
+    L += ["        }",
+          "        #pragma unroll",
+          f"        for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          "            #pragma unroll",
+          f"            for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          "                xp_acc[xp_m][xp_n] += xp_a[xp_m] * xp_bv[xp_n];",
+          "            }",
+          "        }",
+          "    }",
+          "    __syncthreads();",
+          "}",
+          "#pragma unroll",
+          f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
+          "    #pragma unroll",
+          f"    for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
+          f"        const int xp_i = xp_i0 + xp_ty * 4 + xp_m % 4 + xp_m / 4 * {VEC * SY};",
+          f"        const int xp_j = xp_j0 + xp_tx * 4 + xp_n % 4 + xp_n / 4 * {VEC * SX};",
+          f"        if (xp_i < {Mx} && xp_j < {Nx}) {{",
+          f"            {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = xp_acc[xp_m][xp_n];",
+          "        }",
+          "    }",
+          "}"]
+    return ST._batched(ct, E, L, head)
+
+
+def launch_wide(ct, dialect: str, BM: int, BN: int, TM: int) -> dict:
+    return ST.launch(ct, dialect, BN // TM, BM // TM, BM, BN)
