@@ -180,3 +180,27 @@ def test_mfma_sources_still_say_why(name):
         p, _ = loop_recovery.apply(parse_file(src), entry=sp.entry, launch=dict(sp.launch))
         untile.apply(p, entry=sp.entry)
     assert e.value.code in ("XP4001", "XP4002")
+
+
+# ------------------------------------------------------------------------------ benchmarks/gemm_forms.py
+def test_the_timing_script_makes_every_form_without_a_gpu(tmp_path):
+    """The non-GPU half of benchmarks/gemm_forms.py: one kernel per cache candidate (plus the
+    untuned one), each with a spec the timing harness reads at the perf shape; a wide variant it
+    writes verifies on the emulator."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gemm_forms", ROOT / "benchmarks" / "gemm_forms.py")
+    gf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gf)
+    made = gf.make_variants("bmm", tmp_path)
+    labels = [m[0] for m in made]
+    assert labels[0] == "untuned" and "reg64x64_t4_bk16" in labels
+    assert {f"wide{a}x{b}_t{t}_bk{k}" for a, b, t, k in RT.WIDE_SHAPES} <= set(labels)
+    path = dict((m[0], m[1]) for m in made)["wide128x64_t8_bk8"]
+    assert path.parent.name == "bmm__wide128x64_t8_bk8" and "float4" in path.read_text()
+    assert load_spec(str(path) + ".toml").launch["block"] == [8, 16, 1]
+    sys_path = __import__("sys").path
+    sys_path.insert(0, str(ROOT / "benchmarks"))
+    from gpu_perf import _perf_spec
+    op, ps = _perf_spec(path)
+    assert op == "bmm" and ps.shapes[0]["M"] == 256 and ps.shapes[0]["batch"] == 16
+    assert gf.verify_variant("bmm", path)
