@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|")
     for op, vs in made.items():
         for label, path, _ in vs:
-            row, _ = time_output(path, "cuda", build / label, src_name=label, torch_ms=torch_ms)
+            row, _ = time_output(path, "cuda", build / f"{op}-{label}", src_name=label, torch_ms=torch_ms)
             if row is not None:
                 src_name, base_op, shape, check, ours, tms, ratio = row
                 print(f"| {base_op} | {src_name} | {shape} | {check} | {ours} | {tms} | {ratio} |", flush=True)
