@@ -41,6 +41,11 @@ Legality: XP4002 when no loop matches a description (nothing to do); XP4001 when
 matches but the instruction's rules cannot be met (buffer too small for the padded length,
 operands in the wrong memory, float32 numerics that the instruction would change).
 Parameters: ``target`` (the dialect), ``ops`` (restrict to these instruction names).
+
+C, float32 contraction (gemm / bmm nest) with ``micro="MRxNR"`` (and ``kc``, ``mc``, ``nc``) ->
+the whole nest becomes a cache-blocked, register-tiled AVX-512 kernel (packed A/B panels, an
+MR x NR tile of ``_mm512_fmadd_ps`` accumulators): see :mod:`passes.patterns.x86_gemm`.
+Without ``micro`` a c program gets the loop vectorizer as before.
 """
 from __future__ import annotations
 
@@ -229,7 +234,49 @@ def _simt_apply(program, entry, **params):
     return prog, ST.launch(ct, "cuda", 32, 1, 16, 16)
 
 
+# ------------------------------------------------------------------------------ c register-tiled gemm
+GEMM_PARAMS = ("micro", "kc", "mc", "nc")
+
+
+def _gemm_plan(program, entry, target=None, ops=None, **params):
+    from .patterns import x86_gemm as XG
+    if target is not None and target != program.dialect:
+        raise PassError(NAME, f"program is {program.dialect}, not yet {target}", None, "XP4002")
+    extra = sorted(set(params) - set(GEMM_PARAMS) - {"require"})
+    if extra:
+        raise PassError(NAME, f"unknown parameter(s) {', '.join(extra)} for the register-tiled gemm", None, "XP4210")
+    try:
+        func = U.kernel_func(program, entry)
+    except KeyError:
+        raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
+    try:
+        tile = XG.tile_params(**{k: v for k, v in params.items() if k in GEMM_PARAMS})
+        XG.analyse(program, func)
+    except XG.Refused as e:
+        code = "XP4210" if e.code == "param" else e.code
+        raise PassError(NAME, f"register-tiled gemm: {e.why}", e.node if e.node is not None else func, code)
+    if ops and "_mm512_fmadd_ps" not in ops:
+        raise PassError(NAME, "_mm512_fmadd_ps not among the requested ops", func, "XP4002")
+    return func, tile
+
+
+def _gemm_apply(program, entry, **params):
+    from .patterns import x86_gemm as XG
+    func, tile = _gemm_plan(program, entry, **params)
+    try:
+        return XG.rewrite_program(program, func, tile)
+    except XG.Refused as e:
+        raise PassError(NAME, f"register-tiled gemm: {e.why}", e.node if e.node is not None else func, e.code)
+
+
+def _is_gemm(program, params) -> bool:
+    return program.dialect == "c" and params.get("micro") is not None
+
+
 def check(program: N.Program, *, entry: str, **params) -> None:
+    if _is_gemm(program, params):
+        _gemm_plan(program, entry, **params)
+        return
     if program.dialect in ("cuda", "hip"):
         _simt_plan(program, entry, **params)
         return
@@ -237,6 +284,8 @@ def check(program: N.Program, *, entry: str, **params) -> None:
 
 
 def apply(program: N.Program, *, entry: str, **params):
+    if _is_gemm(program, params):
+        return _gemm_apply(program, entry, **params)
     if program.dialect in ("cuda", "hip"):
         return _simt_apply(program, entry, **params)
     func, sites = _sites(program, entry, **params)
@@ -255,6 +304,9 @@ def apply(program: N.Program, *, entry: str, **params):
 
 def applied_ops(program: N.Program, entry: str, **params) -> list[str]:
     """Names of the instructions apply() would introduce (for reports and tests)."""
+    if _is_gemm(program, params):
+        _gemm_plan(program, entry, **params)
+        return ["_mm512_fmadd_ps", "_mm512_mask_storeu_ps", "_mm512_maskz_loadu_ps", "_mm512_set1_ps"]
     if program.dialect in ("cuda", "hip"):
         return [_simt_plan(program, entry, **params)[1]]
     _, sites = _sites(program, entry, **params)
@@ -274,5 +326,14 @@ def candidates(program: N.Program, target: str) -> list[dict]:
             out.append({"target": target})
         except PassError:
             pass
+        if target == "c" and program.dialect == "c":
+            # the register-tiled gemm (passes/patterns/x86_gemm.py), one step per tile choice
+            from .patterns import x86_gemm as XG
+            for micro, kc in XG.CHOICES:
+                try:
+                    check(program, entry=f.name, target=target, micro=micro, kc=kc)
+                    out.append({"target": target, "micro": micro, "kc": kc})
+                except PassError:
+                    break       # the nest is refused for every tile alike
         break
     return out

@@ -17,7 +17,8 @@ def test_simt_to_simt_tries_the_matrix_plan_first():
     ps = plans("cuda", "hip")
     assert ps[0][-1] == ("tensorize", {"target": "hip", REQUIRE: True})
     assert ("binding", {"target": "hip", "mode": "retarget"}) in ps[1]
-    assert all(not p.get(REQUIRE) for plan in plans("bang", "c") for _, p in plan)
+    # bang -> c: only the register-tiled gemm plan (tests/test_x86_gemm.py) is probed
+    assert all(not p.get(REQUIRE) for plan in plans("bang", "c")[1:] for _, p in plan)
 
 
 def test_matrix_plan_is_skipped_when_no_matrix_instruction_applies(tmp_path):

@@ -142,6 +142,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4130", "note", "no {label} assembly was written: {why}", "The kernel's verdict does not depend on it. Install the tool named (see `xpiler doctor`), or run where it exists (SASS needs cuobjdump or nvdisasm, as on the GPU machine)."),
     ("XP4131", "error", "this log was not exported: {why}", "Only closed logs of verified migrations whose output, assembly and source files still have their recorded SHA-256 give pairs; `xpiler replay LOG` says more. The other logs were exported."),
     ("XP4132", "warning", "{what} left out of this log's pair ({why})", "The file the run wrote is gone; the pair is exported without it. Re-run the migration with --emit-asm to have it again."),
+    ("XP4210", "error", "{pass_name}: bad register-tiled gemm parameter: {why}", "tensorize(target=\"c\", micro=\"MRxNR\", kc=, mc=, nc=): MR 1..16, NR 16/32/48/64, MR*NR/16 + NR/16 + 1 <= 32 zmm registers, kc 1..4096, mc a multiple of MR with mc*kc <= 65536, nc a multiple of NR (docs/passes/tensorize.md)."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
 ]

@@ -13,6 +13,8 @@ from __future__ import annotations
 SIMT = ("cuda", "hip")
 #: a step parameter: the plan is only worth running when this step applies (probed without tests)
 REQUIRE = "require"
+#: the register-tiled AVX-512 gemm's tile in the default c plans (docs/decisions.md, 2026-12-04)
+GEMM_C = {"micro": "6x32", "kc": 256}
 
 
 def _finish(dst: str) -> list[tuple[str, dict]]:
@@ -46,8 +48,16 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # (unthread before untile: the probe stops at any real refusal before the required step,
         # and untile refuses (XP4001) some kernels unthread applies to, e.g. self_attention.hip)
         return [plain[:2] + [("unthread", {REQUIRE: True})] + plain[2:], plain]
+    # a float32 gemm / bmm nest going to c: the register-tiled AVX-512 form (passes/patterns/x86_gemm.py)
+    # after un-tiling (SIMT) or un-blocking (BANG); probed (skipped unless that tensorize applies),
+    # and the general plan follows unchanged when it does not verify. From SIMT the unthread plan
+    # (row kernels) stays first: a gemm is no row kernel, so it is skipped there
+    gemm_c = ("tensorize", {"target": "c", **GEMM_C, REQUIRE: True})
     if src in SIMT and dst == "c":
-        return [general[:2] + [("unthread", {REQUIRE: True})] + general[2:], general]
+        return [general[:2] + [("unthread", {REQUIRE: True})] + general[2:],
+                general[:2] + [("untile", {})] + general[2:-1] + [gemm_c], general]
+    if src == "bang" and dst == "c":
+        return [general[:2] + [("unblock", {})] + general[2:-1] + [gemm_c], general]
     if src == "bang" and dst in SIMT:
         # a BANG blocked matmul (NRAM/WRAM k slices, rows split over tasks) is un-blocked back to
         # the plain contraction (passes/unblock.py), so that cache / tensorize write shared-memory
@@ -55,5 +65,6 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         matrix = general[:2] + [("unblock", {REQUIRE: True})] + general[2:]
         return [matrix, general]
     if src == "c" and dst == "c":
-        return [[("binding", {"target": "c"})] + _finish("c")]
+        return [[("binding", {"target": "c"}), ("cache", {"target": "c"}), gemm_c],
+                [("binding", {"target": "c"})] + _finish("c")]
     return [general]
