@@ -143,6 +143,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4131", "error", "this log was not exported: {why}", "Only closed logs of verified migrations whose output, assembly and source files still have their recorded SHA-256 give pairs; `xpiler replay LOG` says more. The other logs were exported."),
     ("XP4132", "warning", "{what} left out of this log's pair ({why})", "The file the run wrote is gone; the pair is exported without it. Re-run the migration with --emit-asm to have it again."),
     ("XP4210", "error", "{pass_name}: bad register-tiled gemm parameter: {why}", "tensorize(target=\"c\", micro=\"MRxNR\", kc=, mc=, nc=): MR 1..16, NR 16/32/48/64, MR*NR/16 + NR/16 + 1 <= 32 zmm registers, kc 1..4096, mc a multiple of MR with mc*kc <= 65536, nc a multiple of NR (docs/passes/tensorize.md)."),
+    ("XP4230", "error", "{op}: {role} at byte {offset} of {qualifier} array '{name}' ({size} bytes, declared at {file}:{line}) with {bytes} bytes runs {over} bytes past the array's end", "BANG emulator: the copy stays inside the on-chip memory but leaves the declared array it starts in, so it writes (or reads) whatever lies after it. Fix the copy size or the row count that scales it (e.g. rows per block = capacity / row length, not %), or declare the array large enough."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
 ]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import compile_cached, content_key, tree_digest, which
-from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, rename_entry
+from .harness import COMMON_INCLUDE, POISON_LOCALS, RUNTIME_DIR, harness_callee, main_source, rename_entry
 from .prelude import cxx_reason, prepare_c
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
@@ -70,13 +70,19 @@ class CPlatform:
     def is_cxx(self, src: Path) -> bool:
         return bool(cxx_reason(Path(src).read_text(), str(src)))
 
-    def _flags(self, sanitize: bool) -> list[str]:
+    def _flags(self, sanitize: bool, timing: int = 0) -> list[str]:
         mode = self._mode()
         flags = ["-O2", "-fopenmp", "-w", f"-I{COMMON_INCLUDE}"]
         if mode == "native":
             flags.append("-march=native")
         else:
             flags += [f"-I{SIMDE_WRAPPER}", "-mavx2", "-mfma"]
+        if not timing:
+            # test builds: every automatic variable starts as a pattern (gcc: 0xFE bytes, so
+            # -1.7e38 for a float, 254 for an unsigned char), so a read before the first write
+            # -- a partial or flag array a wrong loop leaves unset -- shows in the results
+            # instead of whatever the stack held (often zeros). Timing builds are left as written.
+            flags.append(POISON_LOCALS)
         if sanitize:
             flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"]
         return flags
@@ -96,11 +102,11 @@ class CPlatform:
                 raise XPError("XP2004", what="c (C++ source)", why="g++ not found")
             main = main_source(spec, "kernel.cpp", cxx=True, timing=timing, callee=harness_callee(text, spec.entry))
             files = {"kernel.cpp": text, "main.cpp": main}
-            argv = ["g++", "-std=gnu++17", *self._flags(sanitize), "main.cpp", "-o", "run", "-lm"]
+            argv = ["g++", "-std=gnu++17", *self._flags(sanitize, timing), "main.cpp", "-o", "run", "-lm"]
         else:
             main = main_source(spec, "kernel.c", cxx=False, timing=timing)
             files = {"kernel.c": text, "main.c": main}
-            argv = ["gcc", *self._flags(sanitize), "main.c", "-o", "run", "-lm"]
+            argv = ["gcc", *self._flags(sanitize, timing), "main.c", "-o", "run", "-lm"]
         key = content_key("c", *files.values(), " ".join(argv), tree_digest(RUNTIME_DIR / "common"))
         return compile_cached(key, files, argv, "XP2003", src)
 

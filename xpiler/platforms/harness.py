@@ -16,6 +16,9 @@ from ..spec import FUNC_TYPES, Instance, Spec
 
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 COMMON_INCLUDE = RUNTIME_DIR / "common"
+#: compiler flag of test builds on the CPU (c, SIMT emulator): automatic variables start as a
+#: byte pattern (gcc: 0xFE), so a read before the first write shows (docs/verification.md)
+POISON_LOCALS = "-ftrivial-auto-var-init=pattern"
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,49 @@ inline char* base_of(int m) {
 inline const char* overflow_code(int m) { return m == MEM_NRAM ? "XP3053" : m == MEM_WRAM ? "XP3054" : "XP3055"; }
 inline const char* qual_name(int m) { return m == MEM_NRAM ? "__nram__" : m == MEM_WRAM ? "__wram__" : "__mlu_shared__"; }
 
+/* Declared on-chip arrays, so a copy is checked against the array it starts in, not only against
+ * the memory (XP4230): a copy past a __nram__ array that stays inside NRAM would silently write
+ * the next array.  Function-scope arrays: a per-task stack (POD in __thread, reset per task);
+ * file-scope and __mlu_shared__ arrays: one list for the program (offsets are the same in every
+ * arena).  Only the first kMaxArrays function-scope arrays of a task are recorded; a copy that
+ * starts in no recorded array is checked against the memory only, as before. */
+struct ArrayRec { int mem; size_t off; size_t bytes; const char* name; const char* file; int line; };
+constexpr int kMaxArrays = 64;
+struct TaskArrays { int n; ArrayRec rec[kMaxArrays]; };
+static __thread TaskArrays tls_arrays;
+inline std::vector<ArrayRec>& static_arrays() { static std::vector<ArrayRec> v; return v; }
+
+/* The array whose bytes (with the alignment padding after it) hold offset `off` of memory `mem`. */
+inline bool array_at(int mem, size_t off, ArrayRec* out) {
+  for (int i = tls_arrays.n - 1; i >= 0; --i) {
+    const ArrayRec& a = tls_arrays.rec[i];
+    if (a.mem == mem && off >= a.off && off < a.off + round_up(a.bytes ? a.bytes : 1, kAlign)) { *out = a; return true; }
+  }
+  std::lock_guard<std::mutex> lk(reg_mutex());
+  for (const ArrayRec& a : static_arrays())
+    if (a.mem == mem && off >= a.off && off < a.off + round_up(a.bytes ? a.bytes : 1, kAlign)) { *out = a; return true; }
+  return false;
+}
+
+/* [p, p+bytes) of this task's on-chip memory `mem` (already checked to lie in it) stays inside
+ * the declared array it starts in. */
+inline void need_in_array(Loc loc, const char* op, const char* role, const void* p, long long bytes, int mem) {
+  if (bytes <= 0 || mem == MEM_GDRAM || !tls.active) return;
+  Where w = locate(p);
+  if (w.mem != mem || !w.own) return;
+  ArrayRec a;
+  if (!array_at(mem, w.off, &a)) return;
+  size_t end = a.off + a.bytes;
+  if (w.off + (size_t)bytes > end) {
+    if (w.off >= end)
+      fail_at(loc, "XP4230", "%s: %s starts %zu bytes past the end of %s array '%s' (%zu bytes, declared at %s:%d)",
+              op, role, w.off - end, qual_name(mem), a.name, a.bytes, a.file ? a.file : "?", a.line);
+    fail_at(loc, "XP4230", "%s: %s at byte %zu of %s array '%s' (%zu bytes, declared at %s:%d) with %lld bytes runs %lld bytes past the array's end (inside %s, into whatever lies after the array)",
+            op, role, w.off - a.off, qual_name(mem), a.name, a.bytes, a.file ? a.file : "?", a.line, bytes,
+            (long long)(w.off + (size_t)bytes - end), kMemName[mem]);
+  }
+}
+
 /* A file-scope __nram__/__wram__ array, or any __mlu_shared__ array: one fixed offset in every
  * core's (cluster's) arena, reserved once for the whole program. */
 struct StaticSlot {
@@ -256,6 +299,7 @@ struct StaticSlot {
               kMemName[m], capacity(m) / 1024, m == MEM_SRAM ? "cluster" : "core");
     }
     g_static_top[m] = off + bytes;
+    static_arrays().push_back(ArrayRec{m, off, bytes, name, file, line});
     if (m == MEM_SRAM) { /* registered while clusters run: poison its bytes in every live arena */
       for (char* s : g_launch.sram) if (s) std::memset(s + off, kPoison, bytes);
     }
@@ -272,7 +316,8 @@ struct ScopedAlloc {
   int mem;
   size_t saved;
   char* ptr;
-  ScopedAlloc(int m, size_t bytes, size_t align, const char* name, const char* file, int line) : mem(m), saved(0), ptr(nullptr) {
+  int saved_arrays;
+  ScopedAlloc(int m, size_t bytes, size_t align, const char* name, const char* file, int line) : mem(m), saved(0), ptr(nullptr), saved_arrays(tls_arrays.n) {
     Loc loc{file, line};
     if (!tls.active) fail_at(loc, "XP3099", "%s array '%s' declared outside a kernel task", qual_name(m), name);
     size_t& top = m == MEM_NRAM ? tls.nram_top : tls.wram_top;
@@ -285,8 +330,9 @@ struct ScopedAlloc {
     ptr = base_of(m) + off;
     top = off + bytes;
     std::memset(ptr, kPoison, bytes);
+    if (tls_arrays.n < kMaxArrays) tls_arrays.rec[tls_arrays.n++] = ArrayRec{m, off, bytes, name, file, line};
   }
-  ~ScopedAlloc() { (m_top()) = saved; }
+  ~ScopedAlloc() { (m_top()) = saved; tls_arrays.n = saved_arrays; }
   size_t& m_top() { return mem == MEM_NRAM ? tls.nram_top : tls.wram_top; }
   ScopedAlloc(const ScopedAlloc&) = delete;
   ScopedAlloc& operator=(const ScopedAlloc&) = delete;
@@ -350,6 +396,7 @@ inline void* task_main(void* vp) {
   Launch& L = g_launch;
   Ctx& c = tls;
   std::memset(&c, 0, sizeof c);
+  tls_arrays.n = 0;
   c.task_id = a->task_id;
   c.task_dim = L.task_dim;
   c.core_dim = L.core_dim;
@@ -466,15 +513,23 @@ inline void memcpy_impl(Loc loc, const char* op, void* dst, const void* src, lon
   if (segnum < 0) fail_at(loc, "XP3052", "%s(%s): negative segnum %lld", op, d.name, segnum);
   char role_d[64], role_s[64], opn[64];
   snprintf(opn, sizeof opn, "%s(%s)", op, d.name);
-  for (long long i = 0; i <= segnum; ++i) {
-    char* dp = (char*)dst + i * dst_stride;
-    const char* sp = (const char*)src + i * src_stride;
-    if (segnum) { snprintf(role_d, sizeof role_d, "destination segment %lld", i); snprintf(role_s, sizeof role_s, "source segment %lld", i); }
-    else { snprintf(role_d, sizeof role_d, "destination"); snprintf(role_s, sizeof role_s, "source"); }
-    need_mem(loc, "XP3050", "XP3051", opn, role_d, dp, seg, d.dst);
-    need_mem(loc, "XP3050", "XP3051", opn, role_s, sp, seg, d.src);
-    if (seg) std::memmove(dp, sp, (size_t)seg);
-  }
+  /* pass 0: every segment inside its memory (XP3050/XP3051); pass 1: inside the declared array
+   * it starts in (XP4230); pass 2: the copy */
+  for (int pass = 0; pass < 3; ++pass)
+    for (long long i = 0; i <= segnum; ++i) {
+      char* dp = (char*)dst + i * dst_stride;
+      const char* sp = (const char*)src + i * src_stride;
+      if (pass == 2) { if (seg) std::memmove(dp, sp, (size_t)seg); continue; }
+      if (segnum) { snprintf(role_d, sizeof role_d, "destination segment %lld", i); snprintf(role_s, sizeof role_s, "source segment %lld", i); }
+      else { snprintf(role_d, sizeof role_d, "destination"); snprintf(role_s, sizeof role_s, "source"); }
+      if (pass == 0) {
+        need_mem(loc, "XP3050", "XP3051", opn, role_d, dp, seg, d.dst);
+        need_mem(loc, "XP3050", "XP3051", opn, role_s, sp, seg, d.src);
+      } else {
+        need_in_array(loc, opn, role_d, dp, seg, d.dst);
+        need_in_array(loc, opn, role_s, sp, seg, d.src);
+      }
+    }
 }
 
 /* ---------------------------------------------------------- __bang_* helpers */
