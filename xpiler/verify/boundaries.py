@@ -24,7 +24,9 @@ it branches on) and adds at most ``MAX_DERIVED`` small instances that reach thos
   a size where x leaves the largest remainder, ``x % c == c - 1``, after at least one whole
   chunk (``n = 7`` for c = 4 when the smallest n is 5: a 3-element tail). Added constants of at
   most c are dropped from x first (``(n + 3) / 4`` and ``(cols + ALIGN - 1) / ALIGN`` read ``n``
-  and ``cols``). Loops of the kernel function only (not of a helper it calls).
+  and ``cols``); when what is dropped is exactly c - 1 (a rounded-up count) the size is also
+  sought at remainder 1, one past whole chunks, where the last chunk holds a single element
+  (``(cols + 31) / 32`` at ``cols = 33``). Loops of the kernel function only (not of a helper it calls).
 * **branch** -- an ``if`` on sizes only (no thread/task index) that every instance of the spec
   evaluates the same way (a BANG fallback past the NRAM buffer): an instance that takes the other
   branch, searched from every size at its smallest value, up to ``BRANCH_CAP_ELEMENTS``, an
@@ -410,10 +412,10 @@ class _Eval:
             lo_full = self.ev(s.lo, env)
             if id(s) not in self.obs:
                 self.obs[id(s)] = (s, self.ev(_quantity(s.lo, step), env), self.ev(_quantity(s.hi, step), env), step)
-                for j, (q, c) in enumerate(self.residues(s)):
+                for j, (q, c, r) in enumerate(self.residues(s)):
                     v = self.ev(q, self.penv)
                     if isinstance(v, int) and not isinstance(v, bool):
-                        self.obs[("res", id(s), j)] = (s, v % c, v, c)
+                        self.obs[("res", id(s), j)] = (s, v % c, v, c, r)
             self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: lo_full})
         elif isinstance(s, N.CFor):
             if isinstance(s.init, N.Stmt):
@@ -427,10 +429,13 @@ class _Eval:
             raise _Ret(self.ev(s.value, env) if s.value is not None else None)
 
     def residues(self, loop: N.For) -> list:
-        """[(dividend, c)]: the divisions, modulos, shifts and masks by a constant c >= 3 in the
+        """[(dividend, c, r)]: the divisions, modulos, shifts and masks by a constant c >= 3 in the
         loop's start and bound whose dividend is an expression over the kernel's scalar
         parameters (locals defined once are replaced by their definition; small added constants
-        are dropped, ``(n + 3) / 4`` measures ``n``). Only loops of the kernel itself."""
+        are dropped, ``(n + 3) / 4`` measures ``n``), and r the remainder sought: c - 1 (the
+        largest tail); a rounded-up count -- the dropped constant is c - 1, ``(cols + 31) / 32``
+        -- is sought at r = 1 as well (one element past whole chunks: its last chunk holds a
+        single element). Only loops of the kernel itself."""
         r = self._res_cache.get(id(loop))
         if r is not None:
             return r
@@ -443,19 +448,25 @@ class _Eval:
                     c = self._divisor(n)
                     if c is None or c < 3:
                         continue
-                    q = self._strip(n.lhs, c)
+                    q, dropped = self._strip_sum(n.lhs, c)
                     names = {v.name for v in walk(q) if isinstance(v, N.Var)}
                     if any(isinstance(v, N.Builtin) for v in walk(q)) or not names & set(self.params) \
                             or any(x not in self.params and x not in self.macros for x in names):
                         continue
-                    if all(_expr_key(q) != _expr_key(q2) or c != c2 for q2, c2 in out):
-                        out.append((q, c))
+                    for r in (c - 1, 1) if dropped == c - 1 else (c - 1,):
+                        if all(_expr_key(q) != _expr_key(q2) or c != c2 or r != r2 for q2, c2, r2 in out):
+                            out.append((q, c, r))
         self._res_cache[id(loop)] = out
         return out
 
     def _strip(self, e, c: int):
         """``e`` without added constant terms of at most ``c`` (literals or macros): ``cols + ALIGN
         - 1`` -> ``cols``, so the remainder is read from the size itself."""
+        return self._strip_sum(e, c)[0]
+
+    def _strip_sum(self, e, c: int):
+        """(``_strip(e, c)``, the sum of the constants dropped)."""
+        total = 0
         while isinstance(e, N.BinOp) and e.op in ("+", "-"):
             for keep, term in ((e.lhs, e.rhs), (e.rhs, e.lhs) if e.op == "+" else (None, None)):
                 if term is None or any(isinstance(n, N.Builtin) or (isinstance(n, N.Var) and n.name not in self.macros)
@@ -463,11 +474,12 @@ class _Eval:
                     continue
                 v = self.ev(term, {})
                 if isinstance(v, int) and not isinstance(v, bool) and abs(v) <= c:
+                    total += -v if e.op == "-" and term is e.rhs else v
                     e = keep
                     break
             else:
                 break
-        return e
+        return e, total
 
     def _divisor(self, e: N.BinOp) -> Optional[int]:
         """c when ``e`` splits its left operand into whole chunks of a constant c and a remainder:
@@ -580,7 +592,7 @@ def _reached(t: _Target, o, *, search: bool) -> bool:
     if t.kind == "branch":
         return o[1] is not None and o[1] == t.want
     if t.kind == "residue":       # o = (loop, dividend % c, dividend, c): a whole chunk and c - 1 over
-        return o[2] >= o[3] and o[1] == o[3] - 1
+        return o[2] >= o[3] and o[1] == o[4]
     _, lo, hi, step = o
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
         return False
@@ -726,7 +738,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
             o1, _ = observe(k, inst, 1)
             per_inst.append((inst, o0, o1))
         for inst, o0, o1 in per_inst:
-            for key, (loop, lo, hi, step) in o0.items():
+            for key, o in o0.items():
+                loop, lo, hi, step = o[:4]
                 covered_obs.setdefault((k.idx, key), [])
                 if (k.idx, key) in seen or isinstance(key, tuple):
                     continue
@@ -759,7 +772,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 if isinstance(key, tuple) and key[0] == "res" and (k.idx, key) not in seen:
                     seen.add((k.idx, key))
                     loop = o[0]
-                    q, c = k.ev.residues(loop)[key[2]]
+                    q, c, _r = k.ev.residues(loop)[key[2]]
                     d = k.spec.dialect
                     text = (f"for ({loop.var} = {_expr_text(loop.lo, d)}; {loop.var} < {_expr_text(loop.hi, d)}; "
                             f"{loop.var} += {_expr_text(loop.step, d)})")
@@ -790,7 +803,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         obs = covered_obs.get((t.kernel, t.key), [])
         if any(_reached(t, o, search=False) for o in obs):
             continue
-        sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) if o else None for o in obs),
+        sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) + ((o[4],) if t.kind == "residue" else ()) if o else None
+                                       for o in obs),
                t.key if t.kind == "branch" else None)
         if sig in sig_seen:
             continue
@@ -1060,10 +1074,12 @@ def _reason(t: _Target, x, v, insts, ks) -> str:
         return (f"`{t.text}` at {t.where()} is {'true' if t.want else 'false'} here (every instance of the spec "
                 f"takes the other branch)")
     if t.kind == "residue":
-        _, r, v, c = o
+        _, r, v, c, _want = o
         q = _expr_text(t.quant, ks[t.kernel].spec.dialect)
         q_s = q if q == str(v) else f"{q} = {v}"
-        return (f"{q_s} ≡ {r} mod {c} (the largest remainder after whole chunks of {c}): "
+        why = (f"the largest remainder after whole chunks of {c}" if r == c - 1 else
+               f"one past whole chunks of {c}: a rounded-up count's last chunk holds one element")
+        return (f"{q_s} ≡ {r} mod {c} ({why}): "
                 f"loop `{t.loop.var} += {_expr_text(t.loop.step, ks[t.kernel].spec.dialect)}` at {t.where()}")
     _, lo, hi, step = o
     hi_txt = _expr_text(_quantity(t.loop.hi, step), ks[t.kernel].spec.dialect)
