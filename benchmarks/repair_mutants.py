@@ -198,6 +198,59 @@ def mutants(outs: list[dict], per_kind: int, seed: int = 14) -> list[dict]:
     return rows
 
 
+def _norm(s: str) -> str:
+    return "".join(ch for ch in s if ch not in " \t\n()")
+
+
+def equivalence_proof(m: dict) -> dict | None:
+    """A proof, run now, that mutant ``m`` computes what its output computes for every valid
+    instance (so no input can tell them apart and it is not a planted bug), or None.
+
+    * ``Z3 (grid-stride)``: automatic for any mutated step of a grid-stride loop: under the spec's
+      launch every thread runs at most one iteration with either step (``uncaught_mutants.grid_stride_check``).
+    * ``Z3 (expression)`` / ``enumeration`` / ``enumeration (guarded)``: a claim on file for the
+      mutant's ID (``uncaught_mutants.EXPR_PROOFS``, ``RANGE_PROOFS``, ``GUARDED_RANGE_PROOFS``),
+      checked now; an expression claim counts only when its expressions occur in the output's and
+      the mutant's text (a stale claim does not discard a mutant).
+
+    Mutants only argued equivalent (no check runs) are never discarded."""
+    import uncaught_mutants as UM
+    spec = load_spec(m["spec"])
+    orig = Path(m["output"]).read_text()
+    z = UM.grid_stride_check(orig, m["text"], spec) or {}
+    if z.get("proven"):
+        return {"kind": "Z3 (grid-stride)", "proof": z["proven"]}
+    i = m["id"]
+    if i in UM.EXPR_PROOFS:
+        a, b = UM.EXPR_PROOFS[i][:2]
+        if _norm(a) in _norm(orig) and _norm(b) in _norm(m["text"]):
+            pr = UM.expr_check(*UM.EXPR_PROOFS[i])
+            if pr:
+                return {"kind": "Z3 (expression)", "proof": pr}
+    if i in UM.RANGE_PROOFS:
+        pr = UM.range_check(*UM.RANGE_PROOFS[i])
+        if pr:
+            return {"kind": "enumeration", "proof": pr}
+    if i in UM.GUARDED_RANGE_PROOFS:
+        pr = UM.guarded_range_check(*UM.GUARDED_RANGE_PROOFS[i])
+        if pr:
+            return {"kind": "enumeration (guarded)", "proof": pr}
+    return None
+
+
+def split_equivalent(ms: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(kept, discarded): the planted corpus without the mutants proven equivalent at build time;
+    each discarded row carries ``proof`` ({kind, proof}). IDs are those of the full corpus."""
+    kept, gone = [], []
+    for m in ms:
+        pr = equivalence_proof(m)
+        if pr:
+            gone.append({**m, "proof": pr})
+        else:
+            kept.append(m)
+    return kept, gone
+
+
 def run(m: dict, budget: float, work: Path) -> dict:
     spec = load_spec(m["spec"])
     src = Path(m["source"])
@@ -370,6 +423,10 @@ def main() -> int:
     ap.add_argument("--aggregate", nargs="+", metavar="JSON",
                     help="run nothing: the table over these result files, each mutant counted once")
     ap.add_argument("--ids", nargs="+", help="only these mutant IDs")
+    ap.add_argument("--keep-equivalent", action="store_true",
+                    help="plant every generated mutant (before 2026-12-04's seventh session): do not discard "
+                         "the ones proven equivalent at build time")
+    ap.add_argument("--discarded-json", metavar="JSON", help="write the discarded mutants and their proofs here")
     ap.add_argument("--classes", metavar="JSON",
                     help="uncaught_mutants.py's classification: the mutants that pass their test split into "
                          "equivalent (proven / argued) and missed")
@@ -382,14 +439,31 @@ def main() -> int:
         print(f"build cache: {os.environ['XPILER_CACHE']} (empty)", flush=True)
     outs = migrated(work)
     ms = mutants(outs, a.per_kind)
-    print(f"{len(outs)} verified migrations, {len(ms)} mutants planted", flush=True)
+    print(f"{len(outs)} verified migrations, {len(ms)} mutants generated", flush=True)
+    if not a.keep_equivalent:
+        ms_all = ms
+        ms, gone = split_equivalent(ms)
+        print(f"{len(gone)} discarded as proven equivalent at build time, {len(ms)} planted"
+              + "".join(f"\n  discarded {g['id']} [{g['proof']['kind']}]" for g in gone), flush=True)
+        if a.discarded_json:
+            Path(a.discarded_json).write_text(json.dumps(
+                [{k: g[k] for k in ("id", "kind", "dialect", "what", "proof")} for g in gone], indent=1))
     if a.aggregate:
-        got = identify(_load_rows(a.aggregate), ms)
+        got = identify(_load_rows(a.aggregate), ms if a.keep_equivalent else ms_all)
         rows = list(got.values())
         stray = [k for k in got if k.startswith("?")]
+        if not a.keep_equivalent:
+            gone_ids = {g["id"] for g in gone}
+            old_rows = rows
+            rows = [r for r in rows if r["id"] not in gone_ids]
+            rep_all = sum(bool(r.get("repaired")) for r in old_rows)
+            print(f"old denominator (every generated mutant planted, {len(old_rows)} rows): repaired and verified "
+                  f"{rep_all} / {len(old_rows)} = {100 * rep_all / max(len(old_rows), 1):.0f}%; "
+                  f"{len(old_rows) - len(rows)} of those rows are mutants discarded as proven equivalent "
+                  f"(none of them repaired: {sum(bool(r.get('repaired')) for r in old_rows if r['id'] in gone_ids)})")
         print(f"{len(rows)} distinct mutants in {len(a.aggregate)} files"
               + (f" ({len(stray)} match no current mutant)" if stray else "")
-              + f"; {len(ms) - len(set(got) - set(stray))} of {len(ms)} planted not run")
+              + f"; {len(ms) - len(set(r['id'] for r in rows) - set(stray))} of {len(ms)} planted not run")
         print(table(rows, _load_classes(a.classes)))
         return 0
     if a.skip_done:

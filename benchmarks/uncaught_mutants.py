@@ -281,6 +281,8 @@ def proofs_for(m: dict, spec) -> tuple:
         proof = proof or expr_check(*EXPR_PROOFS[m["id"]])
     if m["id"] in RANGE_PROOFS:
         proof = proof or range_check(*RANGE_PROOFS[m["id"]])
+    if m["id"] in GUARDED_RANGE_PROOFS:
+        proof = proof or guarded_range_check(*GUARDED_RANGE_PROOFS[m["id"]])
     return proof, z.get("counterexample")
 
 
@@ -526,6 +528,23 @@ def range_check(lo, hi, hi2, st, st2) -> str | None:
     return f"enumerated: both loops run {a}" if a == b else None
 
 
+#: mutant ID -> (the values of the enclosing constant loop's variable g, start, bound as written, as
+#: mutated, step, as mutated): a constant loop whose whole body is guarded by ``v < g``; the trips
+#: that pass the guard are enumerated for every g
+GUARDED_RANGE_PROOFS: dict[str, tuple] = {
+    # for (half = 128; half > 0; half /= 2) for (tid = 0; tid < 256 -> 255; ++tid) if (tid < half)
+    "softmax.cu-c-off-by-one_bound-0": ((128, 64, 32, 16, 8, 4, 2, 1), 0, 256, 255, 1, 1),
+}
+
+
+def guarded_range_check(gs, lo, hi, hi2, st, st2) -> str | None:
+    for g in gs:
+        if [v for v in range(lo, hi, st) if v < g] != [v for v in range(lo, hi2, st2) if v < g]:
+            return None
+    return (f"enumerated: for each of the {len(gs)} values g of the enclosing loop ({', '.join(map(str, gs))}) "
+            f"both loops run the same trips v < g (the body's guard)")
+
+
 _SHIFT = ("the mutation only changes the row maximum m that softmax subtracts before expf; "
           "softmax(x) = exp(x - m) / sum exp(x - m) for any m, and with the spec's inputs in [-20, 20] "
           "and m' a maximum over a subset of the row (or an initial value below every input), "
@@ -536,9 +555,6 @@ _DEAD_Y = ("the copy of y into y_nram before the computation is dead: every row 
            "overwritten over r_pad elements (__bang_sub_scalar) before it is stored")
 _LANE0 = ("only lane 0's result of the emulated down-shuffle reduction is used; the mutation changes "
           "the values other lanes read")
-_UNINIT = ("defect: reads partials the mutated loop no longer writes (a local array not initialised "
-           "for this row): undefined in C; the run sees stale values from an earlier row, harmless "
-           "only while they stay close to this row's values")
 
 #: why a mutant no instance exposes is harmless, from reading the mutated code. A reason that
 #: starts with "defect:" names a real defect no run shows (class b, "argued, not exposed").
@@ -582,8 +598,11 @@ REASONS: dict[str, str] = {
         "`i_end <= n` adds the masked tail when i_end = n, with tail_mask = (1 << 0) - 1 = 0: an "
         "AVX-512 masked load/store with an all-zero mask touches no element"),
     "gemv.hip-c-swapped_divmod-0": _LANE0 + " (lane 0 has xpd_lane4 = 0, so / and % agree for it)",
-    "softmax.cu-c-off-by-one_bound-0": _UNINIT,
-    "softmax.cu-c-wrong_stride-1": _UNINIT,
+    # (seventh session: this and softmax.cu-c-off-by-one_bound-0 were called "reads partials the
+    # mutated loop no longer writes" before; both mutate the max tree at line 31, `for (tid ...)
+    # if (tid < half)`, whose partials line 23 wrote: bound-0 is proven by GUARDED_RANGE_PROOFS,
+    # this one changes only the maximum)
+    "softmax.cu-c-wrong_stride-1": _SHIFT,
     "gemm.c-bang-swapped_divmod-0": (
         "defect: i_rows = min(32768 % N, ...) can exceed 32768 / N (M = 672, N = 200, K = 1: 168 rows "
         "of 200 = 33600 floats into C_nram[32768]); the run passes because the emulator checks a "
