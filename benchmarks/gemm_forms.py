@@ -33,7 +33,9 @@ def _label(params: dict) -> str:
         return f"tile{params['tile']}"
     bn = params.get("tile_n", params["tile"])
     kind = "wide" if params.get("vec") else "reg"
-    return f"{kind}{params['tile']}x{bn}_t{params['thread_tile']}_bk{params['bk']}"
+    tn = params.get("thread_tile_n", params["thread_tile"])
+    tt = f"{params['thread_tile']}" + (f"x{tn}" if tn != params["thread_tile"] else "")
+    return f"{kind}{params['tile']}x{bn}_t{tt}_bk{params['bk']}" + ("_pf" if params.get("prefetch") else "")
 
 
 def _apply(program, entry: str, launch: dict, pass_name: str, params: dict):

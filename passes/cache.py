@@ -316,9 +316,10 @@ def plan_regtile(program: N.Program, entry: str, tile, thread_tile, bk, double=F
     return ct, BM, TM, BK
 
 
-def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec, double=False, pass_name=NAME):
-    """(Contraction, BM, BN, T, BK) for the wide register-blocked form (``vec=4``: float4 reads
-    of shared memory, passes/patterns/simt_regtile.py ``body_wide``)."""
+def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec, double=False, pass_name=NAME,
+              thread_tile_n=None, prefetch=False):
+    """(Contraction, BM, BN, TM, TN, BK, prefetch) for the wide register-blocked form (``vec=4``:
+    float4 reads of shared memory, passes/patterns/simt_regtile.py ``body_wide``)."""
     from .patterns import simt_regtile as RT
     if int(vec) != RT.VEC:
         raise PassError(pass_name, f"vec={vec}: the wide register-blocked form reads float{RT.VEC} only", None,
@@ -327,8 +328,8 @@ def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec
         raise PassError(pass_name, "the register-blocked form has one buffer (no double=True)", None, "XP4001")
     ct, _ = plan_simt(program, entry, "auto", False, pass_name)
     BM, TM, BK = int(tile), int(thread_tile), int(bk or 8)
-    BN = int(tile_n or tile)
-    why = RT.check_wide(ct, BM, BN, TM, BK)
+    BN, TN, prefetch = int(tile_n or tile), int(thread_tile_n or thread_tile), bool(prefetch)
+    why = RT.check_wide(ct, BM, BN, TM, TN, BK, prefetch)
     if why:
         raise PassError(pass_name, f"kernel '{entry}': {why}", ct.root, "XP4001")
     need = RT.wide_shared_bytes(BM, BN, BK)
@@ -336,20 +337,42 @@ def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec
     if have + need > U.SHARED_BYTES:
         raise PassError(pass_name, f"tile {BM}x{BN}x{BK}: {have + need} bytes of shared memory, more than "
                                    f"{U.SHARED_BYTES}", ct.root)
-    return ct, BM, BN, TM, BK
+    return ct, BM, BN, TM, TN, BK, prefetch
 
 
-def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread_tile=None, bk=None,
-               tile_n=None, vec=None):
-    from .patterns import simt_tile as ST
-    if thread_tile and vec:
-        from .patterns import simt_regtile as RT
-        ct, BM, BN, TM, BK = plan_wide(program, entry, tile, tile_n, thread_tile, bk, vec, double, pass_name)
-        return (ST.rebuild(program, ct, RT.body_wide(ct, program.dialect, BM, BN, TM, BK)),
-                RT.launch_wide(ct, program.dialect, BM, BN, TM))
+def _square_only(tile, tile_n, thread_tile, thread_tile_n, prefetch, pass_name=NAME):
+    """The parameters only the wide form (``vec=4``) takes: refused elsewhere, with the reason."""
     if tile_n is not None and str(tile_n) != str(tile):
         raise PassError(pass_name, f"tile_n={tile_n}: a rectangular tile needs the wide form (vec=4)", None,
                         "XP4001")
+    if thread_tile_n is not None and str(thread_tile_n) != str(thread_tile):
+        raise PassError(pass_name, f"thread_tile_n={thread_tile_n}: a rectangular thread tile needs the wide "
+                                   f"form (vec=4)", None, "XP4001")
+    if prefetch:
+        raise PassError(pass_name, "prefetch: only the wide register-blocked form (vec=4) prefetches", None,
+                        "XP4001")
+
+
+def _wide_params(target, BM, BN, TM, TN, BK, prefetch, vec) -> dict:
+    """A wide-form candidate; the keys a default leaves out stay out (one canonical step text)."""
+    p = {"target": target, "tile": BM, "tile_n": BN, "thread_tile": TM, "bk": BK, "vec": vec}
+    if TN != TM:
+        p["thread_tile_n"] = TN
+    if prefetch:
+        p["prefetch"] = True
+    return p
+
+
+def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread_tile=None, bk=None,
+               tile_n=None, vec=None, thread_tile_n=None, prefetch=False):
+    from .patterns import simt_tile as ST
+    if thread_tile and vec:
+        from .patterns import simt_regtile as RT
+        ct, BM, BN, TM, TN, BK, pf = plan_wide(program, entry, tile, tile_n, thread_tile, bk, vec, double, pass_name,
+                                               thread_tile_n, prefetch)
+        return (ST.rebuild(program, ct, RT.body_wide(ct, program.dialect, BM, BN, TM, TN, BK, pf)),
+                RT.launch_wide(ct, program.dialect, BM, BN, TM, TN))
+    _square_only(tile, tile_n, thread_tile, thread_tile_n, prefetch, pass_name)
     if thread_tile:
         from .patterns import simt_regtile as RT
         ct, BM, TM, BK = plan_regtile(program, entry, tile, thread_tile, bk, double, pass_name)
@@ -364,11 +387,11 @@ def check(program: N.Program, *, entry: str, **params) -> None:
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
         if params.get("thread_tile") and params.get("vec"):
             plan_wide(program, entry, params.get("tile", 128), params.get("tile_n"), params["thread_tile"],
-                      params.get("bk"), params["vec"], params.get("double", False))
+                      params.get("bk"), params["vec"], params.get("double", False),
+                      thread_tile_n=params.get("thread_tile_n"), prefetch=params.get("prefetch", False))
             return
-        if params.get("tile_n") is not None and params.get("tile_n") != params.get("tile"):
-            raise PassError(NAME, f"tile_n={params['tile_n']}: a rectangular tile needs the wide form (vec=4)",
-                            None, "XP4001")
+        _square_only(params.get("tile"), params.get("tile_n"), params.get("thread_tile"),
+                     params.get("thread_tile_n"), params.get("prefetch", False))
         if params.get("thread_tile"):
             plan_regtile(program, entry, params.get("tile", 64), params["thread_tile"], params.get("bk"),
                          params.get("double", False))
@@ -382,7 +405,8 @@ def apply(program: N.Program, *, entry: str, **params):
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
         return apply_simt(program, entry, params.get("tile", "auto"), params.get("double", False),
                           thread_tile=params.get("thread_tile"), bk=params.get("bk"),
-                          tile_n=params.get("tile_n"), vec=params.get("vec"))
+                          tile_n=params.get("tile_n"), vec=params.get("vec"),
+                          thread_tile_n=params.get("thread_tile_n"), prefetch=params.get("prefetch", False))
     kind, func, plan, size = _plan(program, entry, **params)
     if kind == "elementwise":
         nf = _stage_elementwise(program, func, plan, size)
@@ -399,8 +423,7 @@ def candidates(program: N.Program, target: str) -> list[dict]:
         out = []
         for p in [{"target": target, "tile": t} for t in SIMT_TILES] + \
                  [{"target": target, "tile": bm, "thread_tile": tm, "bk": bk} for bm, tm, bk in SHAPES] + \
-                 [{"target": target, "tile": bm, "tile_n": bn, "thread_tile": tm, "bk": bk, "vec": VEC}
-                  for bm, bn, tm, bk in WIDE_SHAPES]:
+                 [_wide_params(target, *shape, VEC) for shape in WIDE_SHAPES]:
             try:
                 for f in program.kernels:
                     check(program, entry=f.name, **p)

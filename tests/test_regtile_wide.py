@@ -24,22 +24,29 @@ from xpiler.spec import DIALECT_EXT, load_spec
 from _simt_tile_util import ROOT, bound, verify
 
 
-def wide(p, entry, dialect, BM, BN, T, BK):
-    return cache.apply(p, entry=entry, target=dialect, tile=BM, tile_n=BN, thread_tile=T, bk=BK, vec=4)
+def wide(p, entry, dialect, BM, BN, T, BK, TN=None, prefetch=False):
+    return cache.apply(p, entry=entry, target=dialect, tile=BM, tile_n=BN, thread_tile=T, bk=BK, vec=4,
+                       thread_tile_n=TN, prefetch=prefetch)
 
 
-@pytest.mark.parametrize("op,dialect,shape", [("gemm", "cuda", (128, 128, 8, 8)), ("bmm", "cuda", (128, 64, 8, 8)),
-                                              ("gemm", "hip", (64, 128, 8, 8)), ("bmm", "hip", (64, 64, 4, 16))])
+@pytest.mark.parametrize("op,dialect,shape", [("gemm", "cuda", (128, 128, 8, 8, 8, False)),
+                                              ("bmm", "cuda", (128, 64, 8, 8, 8, False)),
+                                              ("gemm", "hip", (64, 128, 8, 8, 8, False)),
+                                              ("bmm", "hip", (64, 64, 4, 16, 4, False)),
+                                              ("gemm", "cuda", (128, 64, 8, 8, 4, True)),
+                                              ("bmm", "cuda", (64, 64, 4, 16, 4, True)),
+                                              ("gemm", "hip", (128, 128, 8, 8, 8, True))])
 def test_wide_tiles_verify(op, dialect, shape):
-    BM, BN, T, BK = shape
+    BM, BN, T, BK, TN, pf = shape
     src, entry, p = bound(op, dialect)
-    q, launch = wide(p, entry, dialect, *shape)
-    assert launch["block"] == [BN // T, BM // T, 1]
+    q, launch = wide(p, entry, dialect, BM, BN, T, BK, TN, pf)
+    assert launch["block"] == [BN // TN, BM // T, 1]
     assert launch["grid"][:2] == [f"(N + {BN - 1}) / {BN}", f"(M + {BM - 1}) / {BM}"]
     decls = {n.name: n for n in walk(q.func(entry)) if isinstance(n, N.Decl)}
     assert decls["xp_As"].type.dims[0].value == BK * (BM + 4)     # transposed, padded rows
     assert decls["xp_Bs"].type.dims[0].value == BK * BN
-    assert [d.value for d in decls["xp_acc"].type.dims] == [T, T]
+    assert [d.value for d in decls["xp_acc"].type.dims] == [T, TN]
+    assert ("xp_pa" in decls) == pf            # the prefetch registers
     text = print_program(q, dialect)
     assert "((const float4 *)xp_As)" in text and "((const float4 *)xp_Bs)" in text and "#pragma unroll" in text
     v = verify(q, src, dialect, launch)
@@ -57,13 +64,26 @@ def test_a_wrong_thread_mapping_is_caught():
     """The float4 runs must match the rows / columns a thread stores: a store with the scalar
     form's strided mapping writes other elements than the ones summed (the test can fail)."""
     src, entry, p = bound("gemm", "cuda")
-    ct, BM, BN, T, BK = cache.plan_wide(p, entry, 64, 64, 8, 8, 4)
+    ct, BM, BN, T, TN, BK, _ = cache.plan_wide(p, entry, 64, 64, 8, 8, 4)
     from xpiler.passes.patterns import simt_tile as ST
-    text = RT.body_wide(ct, "cuda", BM, BN, T, BK).replace("xp_ty * 4 + xp_m % 4 + xp_m / 4 * 32",
+    text = RT.body_wide(ct, "cuda", BM, BN, T, TN, BK).replace("xp_ty * 4 + xp_m % 4 + xp_m / 4 * 32",
                                                             "xp_ty + xp_m * 8")
     assert "xp_ty + xp_m * 8" in text
     q = ST.rebuild(p, ct, text)
-    assert not verify(q, src, "cuda", RT.launch_wide(ct, "cuda", BM, BN, T), instances=["medium"]).verified
+    assert not verify(q, src, "cuda", RT.launch_wide(ct, "cuda", BM, BN, T, TN), instances=["medium"]).verified
+
+
+def test_a_prefetch_that_skips_the_store_is_caught():
+    """With prefetch the registers must reach shared memory every slice: dropping the store of
+    the prefetched A values leaves the slices after the first stale (the test can fail)."""
+    src, entry, p = bound("gemm", "cuda")
+    ct, BM, BN, T, TN, BK, _ = cache.plan_wide(p, entry, 64, 64, 4, 16, 4, prefetch=True)
+    from xpiler.passes.patterns import simt_tile as ST
+    good = RT.body_wide(ct, "cuda", BM, BN, T, TN, BK, True)
+    bad = good.replace("xp_As[xp_c * 68 + xp_r] = xp_pa[xp_u];", "")
+    assert bad != good
+    q = ST.rebuild(p, ct, bad)
+    assert not verify(q, src, "cuda", RT.launch_wide(ct, "cuda", BM, BN, T, TN), instances=["medium"]).verified
 
 
 @pytest.mark.parametrize("dialect", ["cuda", "hip"])
@@ -89,6 +109,10 @@ def test_real_compilers_accept_it(dialect):
     (dict(tile=128, tile_n=128, thread_tile=8, bk=64, vec=4), "bytes of shared memory"),
     (dict(tile=128, tile_n=128, thread_tile=8, bk=8, vec=2), "float4 only"),
     (dict(tile=64, tile_n=128, thread_tile=4, bk=16), "needs the wide form"),
+    (dict(tile=64, thread_tile=4, thread_tile_n=8, bk=16), "needs the wide form"),
+    (dict(tile=64, thread_tile=4, bk=16, prefetch=True), "only the wide register-blocked form"),
+    (dict(tile=64, tile_n=64, thread_tile=8, thread_tile_n=6, bk=8, vec=4), "not a multiple of 4"),
+    (dict(tile=32, tile_n=64, thread_tile=4, bk=3, vec=4, prefetch=True), "do not split evenly"),
 ])
 def test_refused_shapes_say_why(params, words):
     src, entry, p = bound("gemm", "cuda")
@@ -103,19 +127,20 @@ def test_only_float32():
     src, entry, p = bound("gemm", "cuda")
     ct, *_ = cache.plan_wide(p, entry, 128, 128, 8, 8, 4)
     ct.dtypes = dict(ct.dtypes, B="float16")
-    assert "float32" in RT.check_wide(ct, 128, 128, 8, 8)
+    assert "float32" in RT.check_wide(ct, 128, 128, 8, 8, 8)
 
 
 def test_the_search_offers_the_wide_shapes_and_keeps_the_old_ones():
     from xpiler.schedule.space import legal_steps
     src, entry, p = bound("bmm", "cuda")
     cands = cache.candidates(p, "cuda")
-    assert [(c["tile"], c["tile_n"], c["thread_tile"], c["bk"]) for c in cands if c.get("vec") == 4] == \
-        list(RT.WIDE_SHAPES)
+    assert [(c["tile"], c["tile_n"], c["thread_tile"], c.get("thread_tile_n", c["thread_tile"]), c["bk"],
+             c.get("prefetch", False)) for c in cands if c.get("vec") == 4] == list(RT.WIDE_SHAPES)
     assert [(c["tile"], c["thread_tile"], c["bk"]) for c in cands if "thread_tile" in c and "vec" not in c] == \
         list(RT.SHAPES)
     keys = [s.describe() for s in legal_steps(p, entry, "cuda", ("cache",))]
     assert "cache(bk=8, thread_tile=8, tile=128, tile_n=128, vec=4)" in keys
+    assert "cache(bk=8, prefetch=True, thread_tile=8, thread_tile_n=4, tile=128, tile_n=64, vec=4)" in keys
 
 
 def test_cost_model_rates_float4_reads_above_the_scalar_form_of_the_same_shape():
@@ -194,7 +219,8 @@ def test_the_timing_script_makes_every_form_without_a_gpu(tmp_path):
     made = gf.make_variants("bmm", tmp_path)
     labels = [m[0] for m in made]
     assert labels[0] == "untuned" and "reg64x64_t4_bk16" in labels
-    assert {f"wide{a}x{b}_t{t}_bk{k}" for a, b, t, k in RT.WIDE_SHAPES} <= set(labels)
+    assert len([x for x in labels if x.startswith("wide")]) == len(RT.WIDE_SHAPES)
+    assert "wide128x64_t8x4_bk8_pf" in labels
     path = dict((m[0], m[1]) for m in made)["wide128x64_t8_bk8"]
     assert path.parent.name == "bmm__wide128x64_t8_bk8" and "float4" in path.read_text()
     assert load_spec(str(path) + ".toml").launch["block"] == [8, 16, 1]

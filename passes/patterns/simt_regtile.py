@@ -116,9 +116,12 @@ def launch(ct, dialect: str, BM: int, TM: int) -> dict:
 
 
 # ------------------------------------------------------------------------------ the wide form (vec=4)
-#: (BM, BN, T, BK) of the wide form offered by the cache pass's candidates: a BM x BN block tile,
-#: T x T per thread, shared-memory reads as float4 (``vec=4``)
-WIDE_SHAPES = ((128, 128, 8, 8), (128, 64, 8, 8), (64, 128, 8, 8), (64, 64, 8, 8), (64, 64, 4, 16))
+#: (BM, BN, TM, TN, BK, prefetch) of the wide form offered by the cache pass's candidates: a
+#: BM x BN block tile, TM x TN per thread, shared-memory reads as float4 (``vec=4``); with
+#: ``prefetch`` the next slice is loaded into registers while the current one is computed
+WIDE_SHAPES = ((128, 128, 8, 8, 8, False), (128, 64, 8, 8, 8, False), (64, 128, 8, 8, 8, False),
+               (64, 64, 8, 8, 8, False), (64, 64, 4, 4, 16, False),
+               (128, 128, 8, 8, 8, True), (128, 64, 8, 4, 8, True), (64, 64, 4, 4, 16, True))
 VEC = 4
 
 
@@ -128,21 +131,24 @@ def wide_pad(BM: int) -> int:
     return BM + VEC
 
 
-def check_wide(ct, BM: int, BN: int, TM: int, BK: int) -> str | None:
+def check_wide(ct, BM: int, BN: int, TM: int, TN: int, BK: int, prefetch: bool = False) -> str | None:
     """Why the wide register tiling does not apply to ``ct`` (None: it does)."""
     if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")) or ct.acc_dtype != "float32":
         return "register tiles are for float32 operands and accumulator"
-    if min(BM, BN, TM, BK) <= 0:
-        return f"tile {BM}x{BN}, thread tile {TM}, bk {BK}: every size must be positive"
-    if TM % VEC:
-        return f"thread tile {TM} is not a multiple of {VEC} (each thread reads float4 runs of A and B)"
-    if BM % TM or BN % TM:
-        return f"tile {BM}x{BN} is not a multiple of thread tile {TM}"
-    threads = (BM // TM) * (BN // TM)
+    if min(BM, BN, TM, TN, BK) <= 0:
+        return f"tile {BM}x{BN}, thread tile {TM}x{TN}, bk {BK}: every size must be positive"
+    if TM % VEC or TN % VEC:
+        return f"thread tile {TM}x{TN} is not a multiple of {VEC} (each thread reads float4 runs of A and B)"
+    if BM % TM or BN % TN:
+        return f"tile {BM}x{BN} is not a multiple of thread tile {TM}x{TN}"
+    threads = (BM // TM) * (BN // TN)
     if threads > 1024 or threads < 32:
-        return f"tile {BM}x{BN} / thread tile {TM} gives {threads} threads per block (32 to 1024)"
-    if TM * TM > 64:
-        return f"a {TM}x{TM} thread tile holds too many accumulators"
+        return f"tile {BM}x{BN} / thread tile {TM}x{TN} gives {threads} threads per block (32 to 1024)"
+    if TM * TN > 64:
+        return f"a {TM}x{TN} thread tile holds too many accumulators"
+    if prefetch and (BM * BK % threads or BK * BN % threads):
+        return (f"prefetch: the {BM}x{BK} and {BK}x{BN} slices do not split evenly over {threads} threads "
+                f"(each thread keeps a fixed number of loads in registers)")
     return None
 
 
@@ -150,13 +156,14 @@ def wide_shared_bytes(BM: int, BN: int, BK: int) -> int:
     return 4 * BK * (wide_pad(BM) + BN)
 
 
-def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, BK: int) -> str:
-    """A ``BM x BN`` tile per block of ``(BN/TM) x (BM/TM)`` threads; thread (tx, ty) owns the
-    rows ``ty*4 + q + 4*SY*m4`` and the columns ``tx*4 + q + 4*SX*n4`` (q < 4): runs of four
-    consecutive rows / columns, so that per step kk it reads its TM values of A and of B as
-    TM/4 float4 each from shared memory (A staged transposed, k-major, rows padded by 4)."""
+def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, prefetch: bool = False) -> str:
+    """A ``BM x BN`` tile per block of ``(BN/TN) x (BM/TM)`` threads; thread (tx, ty) owns the
+    rows ``ty*4 + q + 4*SY*v`` and the columns ``tx*4 + q + 4*SX*v`` (q < 4): runs of four
+    consecutive rows / columns, so that per step kk it reads its TM values of A and TN of B as
+    float4 from shared memory (A staged transposed, k-major, rows padded by 4). With
+    ``prefetch``, slice k0 + BK is loaded from global memory into registers before slice k0 is
+    computed, and stored to shared memory at the top of the next iteration."""
     E = ST.Emit(ct, dialect)
-    TN = TM
     SY, SX = BM // TM, BN // TN
     NT = SX * SY
     MV, NV = TM // VEC, TN // VEC          # float4 runs per thread along rows / columns
@@ -164,6 +171,23 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, BK: int) -> str:
     b = "xp_b" if ct.batch is not None else ST.N.Const(0, "int32", "0")
     PA = wide_pad(BM)
     comp = ("x", "y", "z", "w")
+
+    def a_val(k0):
+        return (f"(xp_i0 + xp_r < {Mx} && {k0} + xp_c < {Kx}) ? "
+                f"{E.load('A', b, 'xp_i0 + xp_r', f'{k0} + xp_c')} : 0.0f")
+
+    def b_val(k0):
+        return (f"({k0} + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
+                f"{E.load('B', b, f'{k0} + xp_r', 'xp_j0 + xp_c')} : 0.0f")
+
+    def a_rc(t):
+        return [f"const int xp_r = {t} / {BK};", f"const int xp_c = {t} % {BK};"]
+
+    def b_rc(t):
+        return [f"const int xp_r = {t} / {BN};", f"const int xp_c = {t} % {BN};"]
+
+    def ind(lines, n):
+        return [" " * n + ln for ln in lines]
     L = [f"__shared__ __align__(16) float xp_As[{BK * PA}];",
          f"__shared__ __align__(16) float xp_Bs[{BK * BN}];",
          "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;",
@@ -177,24 +201,34 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, BK: int) -> str:
           f"    for (int xp_n = 0; xp_n < {TN}; ++xp_n) {{",
           "        xp_acc[xp_m][xp_n] = 0.0f;",
           "    }",
-          "}",
-          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {BK}) {{",
-          "    #pragma unroll",
-          f"    for (int xp_t = xp_tid; xp_t < {BM * BK}; xp_t += {NT}) {{",
-          f"        const int xp_r = xp_t / {BK};",
-          f"        const int xp_c = xp_t % {BK};",
-          f"        xp_As[xp_c * {PA} + xp_r] = (xp_i0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
-          f"{E.load('A', b, 'xp_i0 + xp_r', 'xp_k0 + xp_c')} : 0.0f;",
-          "    }",
-          "    #pragma unroll",
-          f"    for (int xp_t = xp_tid; xp_t < {BK * BN}; xp_t += {NT}) {{",
-          f"        const int xp_r = xp_t / {BN};",
-          f"        const int xp_c = xp_t % {BN};",
-          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
-          f"{E.load('B', b, 'xp_k0 + xp_r', 'xp_j0 + xp_c')} : 0.0f;",
-          "    }",
-          "    __syncthreads();",
-          "    #pragma unroll",
+          "}"]
+    if prefetch:
+        NA, NB = BM * BK // NT, BK * BN // NT     # loads per thread (check_wide: exact)
+
+        def fetch(k0):
+            out = ["#pragma unroll", f"for (int xp_u = 0; xp_u < {NA}; ++xp_u) {{"]
+            out += ind(a_rc(f"(xp_tid + xp_u * {NT})") + [f"xp_pa[xp_u] = {a_val(k0)};"], 4) + ["}"]
+            out += ["#pragma unroll", f"for (int xp_u = 0; xp_u < {NB}; ++xp_u) {{"]
+            out += ind(b_rc(f"(xp_tid + xp_u * {NT})") + [f"xp_pb[xp_u] = {b_val(k0)};"], 4) + ["}"]
+            return out
+        L += [f"float xp_pa[{NA}];", f"float xp_pb[{NB}];"] + fetch("0")
+        L += [f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {BK}) {{",
+              "    #pragma unroll", f"    for (int xp_u = 0; xp_u < {NA}; ++xp_u) {{"]
+        L += ind(a_rc(f"(xp_tid + xp_u * {NT})") + [f"xp_As[xp_c * {PA} + xp_r] = xp_pa[xp_u];"], 8) + ["    }"]
+        L += ["    #pragma unroll", f"    for (int xp_u = 0; xp_u < {NB}; ++xp_u) {{",
+              f"        xp_Bs[xp_tid + xp_u * {NT}] = xp_pb[xp_u];", "    }",
+              "    __syncthreads();",
+              f"    if (xp_k0 + {BK} < {Kx}) {{"]
+        L += ind(fetch(f"(xp_k0 + {BK})"), 8) + ["    }"]
+    else:
+        L += [f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {BK}) {{",
+              "    #pragma unroll",
+              f"    for (int xp_t = xp_tid; xp_t < {BM * BK}; xp_t += {NT}) {{"]
+        L += ind(a_rc("xp_t") + [f"xp_As[xp_c * {PA} + xp_r] = {a_val('xp_k0')};"], 8) + ["    }"]
+        L += ["    #pragma unroll", f"    for (int xp_t = xp_tid; xp_t < {BK * BN}; xp_t += {NT}) {{"]
+        L += ind(b_rc("xp_t") + [f"xp_Bs[xp_t] = {b_val('xp_k0')};"], 8) + ["    }"]
+        L += ["    __syncthreads();"]
+    L += ["    #pragma unroll",
           f"    for (int xp_kk = 0; xp_kk < {BK}; ++xp_kk) {{",
           f"        float xp_a[{TM}];",
           f"        float xp_bv[{TN}];",
@@ -232,5 +266,5 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, BK: int) -> str:
     return ST._batched(ct, E, L, head)
 
 
-def launch_wide(ct, dialect: str, BM: int, BN: int, TM: int) -> dict:
-    return ST.launch(ct, dialect, BN // TM, BM // TM, BM, BN)
+def launch_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int) -> dict:
+    return ST.launch(ct, dialect, BN // TN, BM // TM, BM, BN)
