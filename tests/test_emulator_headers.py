@@ -60,3 +60,37 @@ __mlu_global__ void k(half* x, half* y, int n) {
     assert "#define __MLU_NRAM_SIZE__ 512" in text
     assert "sizeof(_Float16)" in text and "sizeof(half)" not in text
     assert "__is_mpu" not in text
+
+
+NOINLINE_KERNEL = """\
+static __attribute__((__noinline__)) int one() { return 1; }   /* libstdc++ 13's own spelling */
+static __attribute__((cold, __noinline__)) int zero() { return 0; }
+__device__ __noinline__ float twice(float v) { return 2.0f * v + (float)(one() - 1 + zero()); }
+__global__ void shift(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 0.5f * twice(x[i]);
+}
+"""
+
+
+def test_noinline_qualifier_and_gcc_attribute_spelling_both_build(tmp_path, monkeypatch):
+    """CUDA's ``__noinline__`` qualifier and GCC's ``__attribute__((__noinline__))`` (which libstdc++
+    13 writes in <algorithm>'s headers) build in one file. The emulator header used to define
+    ``__noinline__`` as a macro, and the GPU machine's gcc 13 failed to compile
+    examples/wild/argmax/argmax_rows_iter.cpp -> cuda under the emulator."""
+    monkeypatch.setenv("XPILER_SUBSTRATE", "emu")
+    (tmp_path / "shift.cu").write_text(NOINLINE_KERNEL)
+    (tmp_path / "shift.cu.toml").write_text(SPEC)
+    (tmp_path / "ref.py").write_text("def shift(x, n):\n    return x.copy()\n")
+    v = compare_kernels(tmp_path / "shift.cu", tmp_path / "shift.cu.toml", seeds=(0,), sanitize=False, jobs=1)
+    assert v.verified, [f.message for f in v.failures]
+
+
+def test_noinline_rewrite_keeps_lines_and_the_attribute_spelling():
+    from xpiler.platforms.simt_common import prepare_source
+    out = prepare_source(NOINLINE_KERNEL, "k.cu")
+    assert out.startswith('#line 1 "k.cu"\n')
+    out = out.split("\n", 1)[1]
+    assert out.count("\n") == NOINLINE_KERNEL.count("\n")
+    assert "__attribute__((__noinline__))" in out and "__attribute__((cold, __noinline__))" in out
+    assert "__device__ __attribute__((noinline)) float twice" in out

@@ -122,6 +122,22 @@ _EXT_VEC_TYPEDEF = re.compile(
 _EXT_VEC_USING = re.compile(
     r"\busing\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<type>[^;{}]*?)__attribute__\s*\(\(\s*ext_vector_type\s*\((?P<n>[^()]*)\)\s*\)\)\s*;")
 _STATIC_SHARED = re.compile(r"\bstatic\s+__shared__\b|\b__shared__\s+static\b")
+_NOINLINE = re.compile(r"\b__noinline__\b")
+
+
+def _noinline_edits(masked: str) -> list[tuple[int, int, str]]:
+    """CUDA's ``__noinline__`` qualifier becomes GCC's attribute in the kernel's own text. It is
+    not a macro of xp_simt.h: libstdc++ 13 writes ``__attribute__((__noinline__))`` in its
+    headers, which such a macro breaks (``<algorithm>`` after the forced include failed to
+    compile with gcc 13). An occurrence inside an attribute list (after ``(`` or ``,``) is GCC's
+    own spelling and is kept."""
+    edits = []
+    for m in _NOINLINE.finditer(masked):
+        before = masked[:m.start()].rstrip()
+        if before.endswith(("(", ",")):
+            continue
+        edits.append((m.start(), m.end(), "__attribute__((noinline))"))
+    return edits
 
 
 _SHARED_KW = re.compile(r"\b__shared__\b")
@@ -218,6 +234,7 @@ def prepare_source(text: str, filename: str) -> str:
     for m in _STATIC_SHARED.finditer(masked):
         edits.append((m.start(), m.end(), "__shared__"))
     edits += _shared_register_edits(masked)
+    edits += _noinline_edits(masked)
     edits.sort()
     out, last = [], 0
     for s, e, new in edits:

@@ -67,7 +67,8 @@
 #define __managed__
 #define __shared__ static
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
+/* __noinline__ is rewritten in the kernel text (simt_common.prepare_source): a macro here would
+   break libstdc++ 13, whose headers write __attribute__((__noinline__)). */
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 #define __CUDACC__ 1
