@@ -230,3 +230,37 @@ def test_the_timing_script_makes_every_form_without_a_gpu(tmp_path):
     op, ps = _perf_spec(path)
     assert op == "bmm" and ps.shapes[0]["M"] == 256 and ps.shapes[0]["batch"] == 16
     assert gf.verify_variant("bmm", path)
+
+
+# ------------------------------------------------------------------------------ half inputs
+@pytest.mark.parametrize("shape", [(64, 64, 4, 16, 4, False), (128, 64, 8, 8, 4, True)])
+def test_half_operands_converted_by_the_source_are_staged_as_float(shape):
+    """A scalar half x half -> float gemm (spec of gemm_wmma.cu) whose source converts each load
+    with __half2float: the tile holds the converted floats, the product is formed in float as
+    in the source, and it verifies (the old square form still refuses half)."""
+    from _simt_tile_util import half_gemm
+    BM, BN, T, BK, TN, pf = shape
+    src, p = half_gemm()
+    with pytest.raises(PassError):
+        cache.apply(p, entry="gemm_wmma", target="cuda", tile=64, thread_tile=4, bk=16)
+    assert any(c.get("vec") == 4 for c in cache.candidates(p, "cuda"))
+    q, launch = wide(p, "gemm_wmma", "cuda", BM, BN, T, BK, TN, pf)
+    text = print_program(q, "cuda")
+    assert "__half2float(A[" in text and "__half2float(xp_a4" not in text
+    v = verify(q, src, "cuda", launch)
+    assert v.verified, v.failures[:1]
+
+
+def test_a_half_operand_the_source_multiplies_unconverted_is_refused():
+    from xpiler.frontend import parse_text
+    text = (ROOT / "tests" / "simt_inputs" / "gemm_half_scalar.cu").read_text()
+    text = text.replace("__half2float(B[k * N + j])", "B[k * N + j]")
+    assert "* B[k * N + j]" in text
+    p = parse_text(text, "cuda", "g.cu")
+    f = p.func("gemm_wmma")
+    li = f.body.stmts[0]
+    li = li.with_(binding="global.y", body=li.body.with_(stmts=(li.body.stmts[0].with_(binding="global.x"),)))
+    p = p.with_(items=tuple(f.with_(body=f.body.with_(stmts=(li,))) if it is f else it for it in p.items))
+    with pytest.raises(PassError) as e:
+        wide(p, "gemm_wmma", "cuda", 64, 64, 4, 16)
+    assert e.value.code == "XP4001" and "converts to float before the multiply" in e.value.why

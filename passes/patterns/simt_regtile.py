@@ -131,10 +131,26 @@ def wide_pad(BM: int) -> int:
     return BM + VEC
 
 
+def widened(ct, which: str) -> bool:
+    """The operand is half, and the source converts each loaded value to float before the
+    multiply (``__half2float(A[..])`` or ``(float)A[..]``): staging the converted value in a
+    float tile gives the same product, in float, as the source computes."""
+    op = ct.op_a if which == "A" else ct.op_b
+    load = ST.N.Var(ST.PREFIX + "LOAD")
+    if ct.dtypes.get(which) != "float16":
+        return False
+    if isinstance(op, ST.N.Intrinsic) and op.name == "__half2float" and op.args == (load,):
+        return True
+    return isinstance(op, ST.N.Cast) and isinstance(op.type, ST.N.Scalar) and op.type.dtype == "float32" \
+        and op.expr == load
+
+
 def check_wide(ct, BM: int, BN: int, TM: int, TN: int, BK: int, prefetch: bool = False) -> str | None:
     """Why the wide register tiling does not apply to ``ct`` (None: it does)."""
-    if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")) or ct.acc_dtype != "float32":
-        return "register tiles are for float32 operands and accumulator"
+    if ct.dtypes.get("C") != "float32" or ct.acc_dtype != "float32" or \
+            any(ct.dtypes.get(x) != "float32" and not widened(ct, x) for x in ("A", "B")):
+        return ("register tiles are for float32 operands and accumulator, or half operands the source "
+                "converts to float before the multiply (a product formed in half would round differently)")
     if min(BM, BN, TM, TN, BK) <= 0:
         return f"tile {BM}x{BN}, thread tile {TM}x{TN}, bk {BK}: every size must be positive"
     if TM % VEC or TN % VEC:
@@ -172,13 +188,23 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     PA = wide_pad(BM)
     comp = ("x", "y", "z", "w")
 
+    # a half operand is converted to float as it is staged (check_wide: that is all its
+    # expression does); a float32 one gets its expression where it is read, as in body()
+    pre = {x: ct.dtypes[x] != "float32" for x in ("A", "B")}
+
+    def staged(which, text):
+        return E.op(which, text) if pre[which] else text
+
+    def used(which, text):
+        return text if pre[which] else E.op(which, text)
+
     def a_val(k0):
         return (f"(xp_i0 + xp_r < {Mx} && {k0} + xp_c < {Kx}) ? "
-                f"{E.load('A', b, 'xp_i0 + xp_r', f'{k0} + xp_c')} : 0.0f")
+                f"{staged('A', E.load('A', b, 'xp_i0 + xp_r', f'{k0} + xp_c'))} : 0.0f")
 
     def b_val(k0):
         return (f"({k0} + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
-                f"{E.load('B', b, f'{k0} + xp_r', 'xp_j0 + xp_c')} : 0.0f")
+                f"{staged('B', E.load('B', b, f'{k0} + xp_r', 'xp_j0 + xp_c'))} : 0.0f")
 
     def a_rc(t):
         return [f"const int xp_r = {t} / {BK};", f"const int xp_c = {t} % {BK};"]
@@ -235,12 +261,12 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
           "        #pragma unroll",
           f"        for (int xp_v = 0; xp_v < {MV}; ++xp_v) {{",
           f"            const float4 xp_a4 = ((const float4 *)xp_As)[xp_kk * {PA // VEC} + xp_ty + xp_v * {SY}];"]
-    L += [f"            xp_a[xp_v * 4 + {q}] = {E.op('A', f'xp_a4.{c}')};" for q, c in enumerate(comp)]
+    L += [f"            xp_a[xp_v * 4 + {q}] = {used('A', f'xp_a4.{c}')};" for q, c in enumerate(comp)]
     L += ["        }",
           "        #pragma unroll",
           f"        for (int xp_v = 0; xp_v < {NV}; ++xp_v) {{",
           f"            const float4 xp_b4 = ((const float4 *)xp_Bs)[xp_kk * {BN // VEC} + xp_tx + xp_v * {SX}];"]
-    L += [f"            xp_bv[xp_v * 4 + {q}] = {E.op('B', f'xp_b4.{c}')};" for q, c in enumerate(comp)]
+    L += [f"            xp_bv[xp_v * 4 + {q}] = {used('B', f'xp_b4.{c}')};" for q, c in enumerate(comp)]
     L += ["        }",
           "        #pragma unroll",
           f"        for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
