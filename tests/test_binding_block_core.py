@@ -26,7 +26,7 @@ def _loop_form(path, entry, tasks=8, func_type="block", text=None):
     prog = parse_text(text, "bang", path.name) if text is not None else parse_file(path, "bang")
     prog = prepare_source(prog, entry)
     launch = {"dim": [tasks, 1, 1], "func_type": func_type}
-    st = Stage(prog, "bang", entry, dict(launch))
+    st = Stage(prog.with_launch(entry, launch), "bang", entry)
     st.text = print_program(prog, "bang")
     ctx = StepContext(dict(launch), [])
     for s in (Step("detensorize", {"target": "cuda"}), Step("loop_recovery", {})):

@@ -107,10 +107,11 @@ def test_regrid_only_with_retarget():
 def test_stage_key_tells_launches_apart():
     from xpiler.migration.stage import Stage
     prog = parse_file(EX / "relu" / "relu.hip")
-    a = Stage(prog, "cuda", "relu", {"grid": ["32", 1, 1], "block": [256, 1, 1]}, text="same text")
-    b = Stage(prog, "cuda", "relu", {"grid": ["(n + 255) / 256", 1, 1], "block": [256, 1, 1]}, text="same text")
+    a = Stage(prog.with_launch("relu", {"grid": ["32", 1, 1], "block": [256, 1, 1]}), "cuda", "relu", text="same text")
+    b = Stage(prog.with_launch("relu", {"grid": ["(n + 255) / 256", 1, 1], "block": [256, 1, 1]}), "cuda", "relu",
+              text="same text")
     assert a.hash == b.hash and a.key != b.key
-    assert Stage(prog, "c", "relu", {}, text="same text").key == a.hash
+    assert Stage(prog, "c", "relu", text="same text").key == a.hash
 
 
 def test_pipeline_step_verifies_and_replays(tmp_path):

@@ -154,7 +154,7 @@ def test_softmax_avx512_accumulators_become_scalar_reductions():
     p = parse_file(EX / "softmax" / "softmax_avx512.c", "c")
     p = get("detensorize").apply(p, entry="softmax", target="cuda")
     p = p[0] if isinstance(p, tuple) else p
-    cur, ctx = Stage(p, "c", "softmax", {}), StepContext({}, [])
+    cur, ctx = Stage(p, "c", "softmax"), StepContext({}, [])
     assert LA.candidates(p) == []          # the updates still go through a temporary lane array
 
     def lane_fuse(fn, q):

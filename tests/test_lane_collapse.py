@@ -171,7 +171,7 @@ def _root(name, entry):
     p = parse_file(EX / name.split("_")[0] / f"{name}.c", "c")
     p = get("detensorize").apply(p, entry=entry, target="cuda")
     p = p[0] if isinstance(p, tuple) else p
-    st = Stage(p, "c", entry, {})
+    st = Stage(p, "c", entry)
     st.text = print_program(p, "c")
     return st
 

@@ -71,8 +71,8 @@ def _plant_bound_bug(monkeypatch):
     from xpiler.sketches._base import add_const
     real = step.apply_program
 
-    def planted(program, entry, launch, pass_name, params, ctx):
-        prog, launch2 = real(program, entry, launch, pass_name, params, ctx)
+    def planted(program, entry, pass_name, params, ctx):
+        prog = real(program, entry, pass_name, params, ctx)
         if pass_name == "binding":
             done = [False]
 
@@ -82,7 +82,7 @@ def _plant_bound_bug(monkeypatch):
                     return n.with_(hi=add_const(n.hi, -1))
                 return n
             prog = rewrite(prog, fn)
-        return prog, launch2
+        return prog
     monkeypatch.setattr(step, "apply_program", planted)
 
 

@@ -19,7 +19,7 @@ LAUNCH = {"dim": [8, 1, 1], "func_type": "block"}
 
 
 def _stages(prog):
-    src = Stage(prog, "bang", "rmsnorm", dict(LAUNCH))
+    src = Stage(prog.with_launch("rmsnorm", LAUNCH), "bang", "rmsnorm")
     src.text = print_program(prog, "bang")
     ctx = StepContext(dict(LAUNCH), [])
     cur = src

@@ -18,7 +18,7 @@ EX = Path(__file__).resolve().parents[1] / "examples"
 
 def test_route_steps_end_in_the_target_dialect():
     prog = parse_file(EX / "gemm" / "gemm.hip", "hip")
-    st = Stage(prog, "hip", "gemm", {"grid": ["cdiv(N,16)", "cdiv(M,16)", 1], "block": [16, 16, 1]})
+    st = Stage(prog.with_launch("gemm", {"grid": ["cdiv(N,16)", "cdiv(M,16)", 1], "block": [16, 16, 1]}), "hip", "gemm")
     st.text = print_program(prog, "hip")
     ctx = StepContext({"grid": ["(N + 15) / 16", "(M + 15) / 16", 1], "block": [16, 16, 1]}, [])
     steps = through_loops(st, "cuda", ctx)
@@ -26,7 +26,7 @@ def test_route_steps_end_in_the_target_dialect():
     names = [[x.pass_name for x in sequence_steps(s)] for s in steps]
     assert all(n == ["loop_recovery", "untile", "binding"] for n in names)
     assert through_loops(st, "bang", ctx) == []          # only between the SIMT dialects
-    c = Stage(prog, "c", "gemm", {})
+    c = Stage(prog, "c", "gemm")
     assert through_loops(c, "cuda", ctx) == []
 
 

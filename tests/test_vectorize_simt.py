@@ -292,7 +292,7 @@ def _flat_avx512(name):
     from xpiler.schedule.tune import sequence_steps
     p = get("detensorize").apply(parse_file(EX / name.split("_")[0] / f"{name}.c", "c"), entry=name, target="cuda")
     p = p[0] if isinstance(p, tuple) else p
-    st = Stage(p, "c", name, {})
+    st = Stage(p, "c", name)
     st.text = print_program(p, "c")
     ctx = StepContext({}, [])
     flat = st

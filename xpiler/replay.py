@@ -189,22 +189,22 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
 
     # 3. re-apply every applied step -------------------------------------------------------------
     res = ReplayResult(False, 0, None)
-    launch = dict(spec.launch)
+    prog = prog.with_launch(spec.entry, spec.launch)     # the source's launch, as the driver starts
     verified_hashes = {e.get("program_hash") for e in events if e["type"] == "test" and e.get("verified")}
-    cur_step, pre = object(), (prog, cur_text, launch)
-    source_state = (prog, cur_text, launch)
+    cur_step, pre = object(), (prog, cur_text)
+    source_state = (prog, cur_text)
     derived = {_h(cur_text): source_state}     # every program the log's steps re-derive, by hash
     for ev in events:
         try:
             if ev["type"] == "note" and ev.get("what") == "next plan":
-                prog, cur_text, launch = source_state   # the next plan starts again from the source
+                prog, cur_text = source_state   # the next plan starts again from the source
                 continue
             if ev["type"] == "note" and ev.get("what") == "search from":
                 # the tuner's chosen steps start from a program an earlier step re-derived
                 if ev.get("program_hash") not in derived:
                     raise XPError("XP4006", seq=ev["seq"], what="start of the tuned steps",
                                   want=ev.get("program_hash"), got="no re-derived program has that hash")
-                prog, cur_text, launch = derived[ev["program_hash"]]
+                prog, cur_text = derived[ev["program_hash"]]
                 cur_step = object()
                 continue
             if ev["type"] == "parse":
@@ -212,8 +212,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                     raise XPError("XP4006", seq=ev["seq"], what="parse", want=ev["program_hash"], got=_h(cur_text))
             elif ev["type"] == "pass" and ev.get("applied"):
                 if ev.get("step", ev["seq"]) != cur_step:   # a new step starts from the program adopted so far
-                    cur_step, pre = ev.get("step", ev["seq"]), (prog, cur_text, launch)
-                pre_prog, pre_text, pre_launch = pre
+                    cur_step, pre = ev.get("step", ev["seq"]), (prog, cur_text)
+                pre_prog, pre_text = pre
                 if _h(pre_text) != ev["in_hash"]:
                     raise XPError("XP4006", seq=ev["seq"], what=f"input of {ev['name']}", want=ev["in_hash"],
                                   got=_h(pre_text))
@@ -223,20 +223,22 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                     if "program_text" not in ev:
                         raise XPError("XP4006", seq=ev["seq"], what="LLM program missing from the log", want="-",
                                       got="-")
-                    out = (parse_text(ev["program_text"], ev["dialect"], f"<llm:{ev['name']}>"),
-                           ev.get("launch") or pre_launch)
+                    # (its launch: the one the log recorded with it, else the input's)
+                    new_prog = parse_text(ev["program_text"], ev["dialect"], f"<llm:{ev['name']}>")
+                    new_prog = new_prog.with_(launches=pre_prog.launches)
+                    if ev.get("launch"):
+                        new_prog = new_prog.with_launch(spec.entry, ev["launch"])
                 else:   # the migration's own code path (xpiler/schedule/step.py)
-                    out = apply_program(pre_prog, spec.entry, pre_launch, ev["name"], dict(ev["params"]), step_ctx)
-                new_prog, new_launch = out if isinstance(out, tuple) else (out, pre_launch)
+                    new_prog = apply_program(pre_prog, spec.entry, ev["name"], dict(ev["params"]), step_ctx)
                 new_text = print_program(new_prog, new_prog.dialect)
                 if _h(new_text) != ev["out_hash"]:
                     raise XPError("XP4006", seq=ev["seq"], what=f"output of {ev['name']}", want=ev["out_hash"],
                                   got=_h(new_text))
-                derived.setdefault(ev["out_hash"], (new_prog, new_text, new_launch))
+                derived.setdefault(ev["out_hash"], (new_prog, new_text))
                 if ev["out_hash"] in verified_hashes or ev.get("proposer") == "search":
                     # the tuner's chosen steps are one chain (in/out hashes checked here); its route
                     # through loops passes programs it never tested on their own
-                    prog, cur_text, launch = new_prog, new_text, new_launch
+                    prog, cur_text = new_prog, new_text
                 res.steps += 1
             elif ev["type"] == "repair" and ev.get("accepted"):
                 # a Z3 sketch repair: the logged splice (region, sketch, hole values) re-applied to
@@ -246,15 +248,16 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                 if ev.get("in_hash") not in derived:
                     raise XPError("XP4006", seq=ev["seq"], what="input of a repair", want=ev.get("in_hash"),
                                   got="no re-derived program has that hash")
-                b_prog, b_text, b_launch = derived[ev["in_hash"]]
+                b_prog, b_text = derived[ev["in_hash"]]
                 r_prog, r_text = reapply(parse_text(b_text, b_prog.dialect, "<candidate>"),
                                          ev["region"]["function"], b_prog.dialect, ev)
                 if _h(r_text) != ev["out_hash"]:
                     raise XPError("XP4006", seq=ev["seq"], what="output of a repair", want=ev["out_hash"],
                                   got=_h(r_text))
-                derived.setdefault(ev["out_hash"], (r_prog, r_text, b_launch))
+                r_prog = r_prog.with_(launches=b_prog.launches)   # the splice keeps the candidate's launch
+                derived.setdefault(ev["out_hash"], (r_prog, r_text))
                 if ev["out_hash"] in verified_hashes:
-                    prog, cur_text, launch = r_prog, r_text, b_launch
+                    prog, cur_text = r_prog, r_text
                 res.steps += 1
         except XPError as e:
             if e.code in _REPLAY_CODES:
@@ -271,7 +274,7 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
     if verified:
         if _h(cur_text) != ohash or ohash not in verified_hashes:
             raise XPError("XP4006", seq=out_ev["seq"], what="final verified output", want=ohash, got=_h(cur_text))
-        final = (prog, cur_text, launch)
+        final = (prog, cur_text)
         if prog.dialect != target:
             raise XPError("XP4010", key="target", file=log_path,
                           detail=f"'{target}', but the verified output re-derives as a {prog.dialect} program")
@@ -287,7 +290,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         # the file holds the kernel with its migrated host launcher (verified by running it)
         try:
             from .migration.host import attach_host, migrate_host
-            fprog, _, flaunch = final
+            fprog, _ = final
+            flaunch = fprog.launch_dict(spec.entry)
             hl = flaunch if flaunch != dict(spec.launch) else _launch_to_params(kspec.launch, kspec, params)
             kparams = [p.name for p in fprog.func(spec.entry).params]
             funcs = migrate_host(source_state[0], target, spec.entry, hl, kparams, spec=kspec,
@@ -346,7 +350,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         raise XPError("XP4013", got=digest[:16], want=str(end_ev.get("log_sha256"))[:16], file=log_path)
 
     res.ok, res.output_hash, res.verified = True, ohash, verified
-    prog, cur_text, launch = final
+    prog, cur_text = final
+    launch = prog.launch_dict(spec.entry)
     if reverify:
         from .verify.tester import compare_kernels
         with tempfile.TemporaryDirectory(prefix="xpiler-reverify-") as tmp:

@@ -557,7 +557,7 @@ def rebuild(program: N.Program, ct: Contraction, body_text: str, extra_items=())
             items.append(it)
     text = print_program(program.with_(items=tuple(items)), program.dialect)
     text = text.replace("/*XP_BODY*/", body_text.replace("\n", "\n    "), 1)
-    return parse_text(text, program.dialect, program.file)
+    return parse_text(text, program.dialect, program.file).with_(launches=program.launches)
 
 
 # ------------------------------------------------------------------------------ the tiled form back

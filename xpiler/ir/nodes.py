@@ -445,12 +445,106 @@ class Macro(Node):
     loc: Optional[Loc] = _loc()
 
 
+def _frozen(v):
+    """A launch value made hashable: lists become tuples (recursively)."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+def _thawed(v):
+    """A launch value as the spec and the provenance log write it: tuples become lists."""
+    if isinstance(v, tuple):
+        return [_thawed(x) for x in v]
+    return v
+
+
+@dataclass(frozen=True)
+class LaunchConfig(Node):
+    """How one kernel of the program is launched: the spec's ``[launch]`` keys, held by the
+    program (:attr:`Program.launches`) so a program and its launch are one value.
+
+    ``entries`` keeps every key in the order it was written, each value as written: an int, or an
+    expression text (a dimension in the spec's size names as the source's spec gives it, or in
+    the kernel's parameter names once a pass sized it: ``"max((n + 255) / 256, 1)"``), or a
+    3-tuple of those (``grid``, ``block``, ``dim``). The spelling is kept exactly, because it is
+    what the migrated spec and the provenance log write (docs/decisions.md, 2026-12-04 seventh
+    session). The usual keys have accessors: ``grid``, ``block``, ``shared_bytes`` (cuda/hip);
+    ``dim``, ``func_type`` (bang)."""
+    kernel: str
+    entries: tuple = ()             # ((key, value), ...) in the order written
+
+    @classmethod
+    def from_dict(cls, kernel: str, launch: dict) -> "LaunchConfig":
+        return cls(kernel, tuple((str(k), _frozen(v)) for k, v in (launch or {}).items()))
+
+    def as_dict(self) -> dict:
+        """The launch as the spec's ``[launch]`` table (lists, the written order)."""
+        return {k: _thawed(v) for k, v in self.entries}
+
+    def get(self, key: str, default=None):
+        for k, v in self.entries:
+            if k == key:
+                return v
+        return default
+
+    @property
+    def grid(self):
+        return self.get("grid")
+
+    @property
+    def block(self):
+        return self.get("block")
+
+    @property
+    def shared_bytes(self):
+        return self.get("shared_bytes")
+
+    @property
+    def dim(self):
+        return self.get("dim")
+
+    @property
+    def func_type(self):
+        return self.get("func_type")
+
+
 @dataclass(frozen=True)
 class Program(Node):
     dialect: str
     items: tuple                    # in source order: Directive, Using, Typedef, Decl, Func, Comment, Raw
     file: str = "<input>"
     macros: tuple = ()
+    #: the launch of each launched kernel (LaunchConfig, at most one per kernel name). Part of the
+    #: program's value: two programs that differ only in a launch are different programs
+    #: (equality, hash, xpiler.ir.identity.program_key). Passes carry it with ``with_``.
+    launches: tuple = ()
+
+    def launch_of(self, kernel: str) -> Optional[LaunchConfig]:
+        """The launch of ``kernel``, or None when the program has none for it."""
+        for lc in self.launches:
+            if lc.kernel == kernel:
+                return lc
+        return None
+
+    def launch_dict(self, kernel: str) -> dict:
+        """The launch of ``kernel`` as the spec's ``[launch]`` table ({} when none)."""
+        lc = self.launch_of(kernel)
+        return lc.as_dict() if lc is not None else {}
+
+    def with_launch(self, kernel: str, launch) -> "Program":
+        """This program with ``kernel`` launched by ``launch`` (a LaunchConfig or a ``[launch]``
+        dict); an empty one removes the kernel's launch (a c function has none)."""
+        if isinstance(launch, LaunchConfig):
+            lc = launch if launch.kernel == kernel else launch.with_(kernel=kernel)
+        else:
+            lc = LaunchConfig.from_dict(kernel, launch or {})
+        keep = (lc,) if lc.entries else ()
+        if any(x.kernel == kernel for x in self.launches):     # in place: the order stays
+            new = tuple(y for x in self.launches for y in ((keep if x.kernel == kernel else (x,))))
+        else:
+            new = self.launches + keep
+        return self if new == self.launches else self.with_(launches=new)
 
     @property
     def funcs(self) -> tuple:

@@ -553,7 +553,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
 
     entry_fn = prog.func(sspec.entry)
     params = [p.name for p in entry_fn.params]
-    stage = Stage(prog, sspec.dialect, sspec.entry, dict(sspec.launch))
+    stage = Stage(prog.with_launch(sspec.entry, sspec.launch), sspec.dialect, sspec.entry)
     stage.text = _printer(stage.dialect)(prog)
     stage_texts = {stage.hash: stage.text}
     log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
@@ -681,7 +681,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             # the repaired program as replay re-derives it: the splice re-applied to the candidate
             rprog, rtext = reapply(parse_text(new.text, new.dialect, "<candidate>"), new.entry, new.dialect, rec)
             if rtext == r.text:
-                rst = Stage(rprog, new.dialect, new.entry, dict(new.launch), new.steps)
+                # the splice re-parses the text: the launch is the candidate's
+                rst = Stage(rprog.with_(launches=new.program.launches), new.dialect, new.entry, new.steps)
                 rst.text = rtext
                 stage_texts.setdefault(rst.hash, rst.text)
                 tag = f"step{k + 1}_{pname}_{who}_repaired"
@@ -805,7 +806,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                     except XPError as e:
                         log.event("note", what="llm_candidate_rejected", pass_name=pname, code=e.code)
                         continue
-                    cst = Stage(cprog, out_dialect, stage.entry, dict(sym.launch if sym else stage.launch), stage.steps)
+                    # the model answers with text: the launch is the symbolic step's (else the input's)
+                    cst = Stage(cprog.with_(launches=(sym or stage).program.launches), out_dialect, stage.entry,
+                                stage.steps)
                     cst.text = _printer(out_dialect)(cprog)
                     candidates.append((cst, c.proposer, True))
                 if proposer == "llm":

@@ -1,10 +1,9 @@
-"""A program on its way to the target: the IR, its dialect, its launch, and its history."""
+"""A program on its way to the target: the IR (with its launches), its dialect, and its history."""
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ..ir.identity import program_key, text_hash
 from ..ir.nodes import Program
 from ..schedule.step import Step  # noqa: F401  (one Step for migrate, replay and the search)
 
@@ -14,21 +13,29 @@ class Stage:
     program: Program
     dialect: str
     entry: str
-    launch: dict = field(default_factory=dict)   # the spec's [launch] for this dialect
     steps: tuple = ()
     text: str = ""                               # printed program (filled by the driver)
 
+    def __post_init__(self):
+        if not isinstance(self.steps, tuple):
+            raise TypeError("Stage(program, dialect, entry, steps, text): the launch is the program's "
+                            "(Program.with_launch), not a Stage field")
+
+    @property
+    def launch(self) -> dict:
+        """The entry's launch as the spec's ``[launch]`` table, read from the program ({} when it
+        has none). A view: to change it, change the program (``Program.with_launch``)."""
+        return self.program.launch_dict(self.entry)
+
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()[:16]
+        """The printed program's hash (what the provenance log's in/out hashes are)."""
+        return text_hash(self.text)
 
     @property
     def key(self) -> str:
-        """The program together with its launch: two stages with one text but different launches
-        (binding's ``regrid``: the same kernel on another grid) are different candidates to test
-        and time. Equal to :attr:`hash` when the stage has no launch, so logs keyed by the text's
-        hash read the same."""
-        if not self.launch:
-            return self.hash
-        canon = json.dumps(self.launch, sort_keys=True, default=str)
-        return hashlib.sha256((self.text + "\n/* launch " + canon + " */").encode()).hexdigest()[:16]
+        """The program's identity (:func:`xpiler.ir.identity.program_key`): two stages with one
+        text but different launches (binding's ``regrid``: the same kernel on another grid) are
+        different candidates to test and time. Equal to :attr:`hash` when the program has no
+        launch, so logs keyed by the text's hash read the same."""
+        return program_key(self.program, self.text)

@@ -61,21 +61,27 @@ class StepContext:
         return call
 
 
-def apply_program(program, entry: str, launch: dict, pass_name: str, params: dict, ctx: StepContext):
-    """Run the pass's symbolic rewrite; returns ``(program, launch)``. Raises the pass's
-    :class:`~xpiler.passes.base.PassError` when it does not apply."""
+def apply_program(program, entry: str, pass_name: str, params: dict, ctx: StepContext):
+    """Run the pass's symbolic rewrite; returns the new program, its launches in it
+    (:attr:`~xpiler.ir.nodes.Program.launches`): a pass that sizes a launch sets the program's,
+    one that does not carries the input's (every pass builds on its input with ``with_``). Raises
+    the pass's :class:`~xpiler.passes.base.PassError` when it does not apply."""
     from xpiler.passes.base import get as get_pass
     call = ctx.call_params(pass_name, params)
     call.setdefault("entry", entry)     # a search step names its function itself
     res = get_pass(pass_name).apply(program, **call)
-    return res if isinstance(res, tuple) else (res, launch)
+    if isinstance(res, tuple):
+        # a pass still returning ``(program, launch)``: its launch goes into the program here
+        prog, launch = res
+        return prog.with_launch(entry, launch)
+    return res
 
 
 def apply_step(step: Step, stage, ctx: StepContext):
     """The stage after ``step`` (a new :class:`~xpiler.migration.stage.Stage`, printed)."""
     from xpiler.migration.stage import Stage
     from xpiler.printers import print_program
-    prog, launch = apply_program(stage.program, stage.entry, stage.launch, step.pass_name, step.params, ctx)
-    new = Stage(prog, prog.dialect, stage.entry, dict(launch), stage.steps)
+    prog = apply_program(stage.program, stage.entry, step.pass_name, step.params, ctx)
+    new = Stage(prog, prog.dialect, stage.entry, stage.steps)
     new.text = print_program(prog, prog.dialect)
     return new
