@@ -79,7 +79,8 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
           func_type: str = "union1", atomics: bool = False, rows: str = "thread", instances=None,
           regrid: bool = False, reduce: str = "tree", **_):
     """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c).
-    ``regrid=True`` (retarget of a grid-stride kernel): the launch is sized from the problem,
+    ``regrid=True`` (retarget of a grid-stride kernel): the returned Program's launch
+    (``Program.launch_of(entry)``) is sized from the problem,
     ``block`` threads and at most ``grid_cap`` blocks (``passes/regrid.py``).
     ``rows="block"`` (cuda/hip): the bound loop's iterations go to thread blocks and its inner
     loops over the block's threads (``passes/block_rows.py``).
@@ -95,7 +96,9 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
                  regrid=regrid, reduce=reduce)
     if mode == "retarget":
         prog = _retarget(program, plan)
-        return (prog, regrid_pass.launch(plan, block, grid_cap)) if regrid else prog
+        # regrid sizes the launch from the problem: the program's launch (docs/ir.md); a plain
+        # retarget keeps the launch the program came with
+        return prog.with_launch(entry, regrid_pass.launch(plan, block, grid_cap)) if regrid else prog
     prog, launch = _bind(plan.get("program", program), plan)
     if plan["target"] in SIMT:
         # run-time sized local arrays (BANG NRAM VLAs) -> the instances' largest size + a guard

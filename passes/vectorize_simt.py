@@ -325,8 +325,9 @@ def _text(e, program):
 
 # ============================================================================ rewrite
 def apply(program: N.Program, *, entry: str, width: int = 4, block: int = 256, grid_cap=None, **_):
-    """``(program, launch)``: the loop as vectors of ``width`` with its tail and its unaligned
-    fallback; the launch sized from the vector count (see the module's text)."""
+    """The program with the loop as vectors of ``width``, its tail and its unaligned fallback;
+    its launch (``Program.launch_of(entry)``) sized from the vector count (see the module's
+    text)."""
     plan = check(program, entry=entry, width=width, block=block, grid_cap=grid_cap)
     func, loop, W = plan["func"], plan["loop"], plan["width"]
     from .binding import _fresh_name
@@ -388,7 +389,7 @@ def apply(program: N.Program, *, entry: str, width: int = 4, block: int = 256, g
     new_body = D.replace_node(func.body, loop, guarded)
     new_func = func.with_(body=new_body)
     prog = program.with_(items=tuple(new_func if it is func else it for it in program.items))
-    return prog, launch(plan)
+    return prog.with_launch(entry, launch(plan))
 
 
 def launch(plan: dict) -> dict:

@@ -23,13 +23,12 @@ def hip_prog(text):
 
 def test_capped_grid_stride_kernel_gets_a_problem_sized_launch():
     prog = parse_file(EX / "relu" / "relu.hip")
-    out, launch = binding.apply(prog, entry="relu", target="cuda", mode="retarget", regrid=True, block=512,
-                                grid_cap=None)
-    assert launch == {"grid": ["max((n + 511) / 512, 1)", 1, 1], "block": [512, 1, 1]}
+    out = binding.apply(prog, entry="relu", target="cuda", mode="retarget", regrid=True, block=512, grid_cap=None)
+    assert out.launch_dict("relu") == {"grid": ["max((n + 511) / 512, 1)", 1, 1], "block": [512, 1, 1]}
     assert out.dialect == "cuda"
-    _, capped = binding.apply(prog, entry="relu", target="cuda", mode="retarget", regrid=True, block=256,
-                              grid_cap=4096)
-    assert capped["grid"][0] == "max(min((n + 255) / 256, 4096), 1)"
+    capped = binding.apply(prog, entry="relu", target="cuda", mode="retarget", regrid=True, block=256,
+                           grid_cap=4096).launch_of("relu")
+    assert capped.grid[0] == "max(min((n + 255) / 256, 4096), 1)"
     # without regrid, retarget keeps the source's launch (a Program, no launch table)
     plain = binding.apply(prog, entry="relu", target="cuda", mode="retarget")
     assert not isinstance(plain, tuple)

@@ -143,7 +143,8 @@ def _vectorized_relu():
     from xpiler.printers import print_program
     src = ROOT / "examples" / "relu" / "relu.c"
     prog, _ = binding.apply(parse_file(src, "c"), entry="relu", target="cuda", loop="i", block=512, grid_cap=1024)
-    vec, launch = V.apply(prog, entry="relu", block=256, grid_cap=None)
+    vec = V.apply(prog, entry="relu", block=256, grid_cap=None)
+    launch = vec.launch_dict("relu")
     return src, print_program(vec, "cuda"), launch
 
 

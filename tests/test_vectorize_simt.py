@@ -53,7 +53,8 @@ def verify(prog, src, dialect, launch, sizes=SIZES):
 @pytest.mark.parametrize("op,target", [("relu", "cuda"), ("add", "hip"), ("gelu", "cuda")])
 def test_vector_form_verifies_in_the_emulator_at_every_remainder(op, target):
     src, prog, _ = bound(op, target)
-    vec, launch = V.apply(prog, entry=op, block=256, grid_cap=None)
+    vec = V.apply(prog, entry=op, block=256, grid_cap=None)
+    launch = vec.launch_dict(op)
     text = print_program(vec, target)
     assert "float4" in text and "% 4" not in text and "n / 4 * 4" in text
     assert launch == {"grid": ["max(((n) / 4 + 255) / 256, 1)", 1, 1], "block": [256, 1, 1]}
@@ -66,7 +67,8 @@ def test_retargeted_hip_grid_stride_kernel_vectorizes_and_verifies():
     """relu.hip retargeted to cuda keeps its parsed grid-stride loop (the regrid form)."""
     src = EX / "relu" / "relu.hip"
     prog = binding.apply(parse_file(src, "hip"), entry="relu", target="cuda", mode="retarget")
-    vec, launch = V.apply(prog, entry="relu", block=512, grid_cap=1024)
+    vec = V.apply(prog, entry="relu", block=512, grid_cap=1024)
+    launch = vec.launch_dict("relu")
     text = print_program(vec, "cuda")
     assert "i4 += step" in text and "n / 4 * 4 + (blockIdx.x * blockDim.x + threadIdx.x)" in text
     assert launch["grid"] == ["max(min(((n) / 4 + 511) / 512, 1024), 1)", 1, 1]
@@ -125,7 +127,7 @@ def test_unaligned_pointers_take_the_scalar_loop_and_aligned_ones_the_vectors(tm
     aligned pointers the vectors and the tail alone give the result: a copy whose fallback is
     replaced by a marker store would show the marker if it ran."""
     _, prog, _ = bound("relu", "cuda")
-    vec, _ = V.apply(prog, entry="relu")
+    vec = V.apply(prog, entry="relu")
     text = print_program(vec, "cuda")
     out = _run_driver(text, tmp_path, "whole")
     assert "bad 0" in out, out
@@ -190,7 +192,7 @@ def test_not_for_c_programs_or_twice():
         V.check(prog, entry="relu")
     assert e.value.code == "XP4002"
     _, p, _ = bound("relu", "cuda")
-    vec, _ = V.apply(p, entry="relu")
+    vec = V.apply(p, entry="relu")
     with pytest.raises(PassError) as e:
         V.check(vec, entry="relu")
     assert e.value.code == "XP4002"
@@ -214,7 +216,7 @@ def test_cost_model_ranks_the_vector_form_above_the_scalar_one():
     n = 1 << 24
     for target in ("cuda", "hip"):
         _, p, _ = bound("relu", target, block=256, cap=None)
-        vec, _ = V.apply(p, entry="relu", block=256, grid_cap=None)
+        vec = V.apply(p, entry="relu", block=256, grid_cap=None)
         for prog, threads in ((p, n), (vec, n // 4)):
             prog_parsed = parse_text(print_program(prog, target), target, "k.cu")
             figs = [estimate(q, "relu", target, {"n": n}, threads=threads,
@@ -260,7 +262,7 @@ def test_migrate_tune_picks_a_vector_form_and_replays(tmp_path, monkeypatch):
 @pytest.mark.parametrize("op", ["relu", "add", "gelu"])
 def test_vector_form_compiles_with_nvcc_sm90(tmp_path, op):
     _, p, _ = bound(op, "cuda")
-    vec, _ = V.apply(p, entry=op)
+    vec = V.apply(p, entry=op)
     src = tmp_path / f"{op}.cu"
     src.write_text(print_program(vec, "cuda"))
     cp = subprocess.run(["nvcc", "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / f"{op}.o")],
@@ -273,7 +275,7 @@ def test_hip_vector_form_compiles_with_nvcc_through_hip_on_cuda(tmp_path):
     """hip outputs are timed on the H200 through hip_on_cuda.h: the float4 form must build there."""
     simt = ROOT / "xpiler" / "runtime" / "simt"
     _, p, _ = bound("add", "hip")
-    vec, _ = V.apply(p, entry="add")
+    vec = V.apply(p, entry="add")
     src = tmp_path / "add.hip"
     src.write_text(print_program(vec, "hip"))
     cp = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-x", "cu", f"-I{simt}", f"-I{simt / 'gpu_include'}",
@@ -306,7 +308,8 @@ def test_lane_route_output_vectorizes_beside_its_tail_and_verifies(name):
     """The tail after the loop touches only elements from nvec * 16 on: proven disjoint from the
     loop's [0, nvec * 16), so the threads' new ownership cannot meet it."""
     prog = _flat_avx512(name)
-    vec, launch = V.apply(prog, entry=name, block=256, grid_cap=None)
+    vec = V.apply(prog, entry=name, block=256, grid_cap=None)
+    launch = vec.launch_dict(name)
     text = print_program(vec, "cuda")
     assert "float4" in text and "once < 1" in text
     src = EX / name.split("_")[0] / f"{name}.c"
@@ -340,7 +343,7 @@ def test_stores_follow_each_buffers_last_write():
         p = parse_text(f"void k(const float* x, float* z, float* y, int n) {{ for (int i = 0; i < n; i++) "
                        f"{{ {first}[i] = x[i]; {second}[i] = 2.0f; }} }}", "c", "k.c")
         b, _ = binding.apply(p, entry="k", target="cuda", loop="i")
-        t = print_program(V.apply(b, entry="k")[0], "cuda")
+        t = print_program(V.apply(b, entry="k"), "cuda")
         assert t.index(f"(float4 *){first})[") < t.index(f"(float4 *){second})[")
 
 
@@ -365,7 +368,7 @@ def test_hip_vector_form_compiles_for_gfx90a(tmp_path):
         pytest.skip("no clang with the AMDGPU target")
     _, p, _ = bound("add", "hip")
     src = tmp_path / "add.hip"
-    src.write_text(print_program(V.apply(p, entry="add")[0], "hip"))
+    src.write_text(print_program(V.apply(p, entry="add"), "hip"))
     r = HipPlatform().compile_check(src)
     assert r["ok"], r.get("log")
     assert r["resources"]["add"]["scratch_bytes"] == 0
