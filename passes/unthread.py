@@ -45,6 +45,16 @@ tensorize passes (NRAM staging and ``__bang_*`` on bang, vectorization on c). Th
    never taken and is dropped (loop recovery's form of the source's ``if (row >= rows)
    return;``; the cache pass refuses a loop body that holds a ``continue``).
 
+4. **per-thread partial + warp-shuffle exchange → one reduction** (``passes/unthread_shuffle.py``):
+   ``A[t] = init; for (c = t; c < n; c += T) A[t] = op(A[t], f(c));`` followed by the detensorized
+   shuffle exchange (butterfly or tree through a scratch array, one value per warp through shared
+   memory, a fold of those, in thread loops and loops over offsets) →
+   ``acc = init; for (c = 0; c < n; ++c) acc = op(acc, f(c));``, each read of the fold afterwards
+   (``A[t]``, ``lds[0]``, a scalar) replaced by ``acc``. The exchange is *run* on abstract values
+   (multisets of partials) over its constant thread / lane / offset space: legal when every
+   location read afterwards holds each partial exactly once (at least once for max/min/&/|);
+   see that module's docstring.
+
 Nothing to rewrite is ``PassError`` XP4002; a candidate nest that is not proven legal is XP4001
 naming the statement (the plan then continues without this step, xpiler/migration/pipeline.py).
 """
@@ -55,6 +65,7 @@ from xpiler.ir.visit import substitute, vars_used, walk
 
 from .base import PassError
 from . import dependence as D
+from . import unthread_shuffle as S
 from .patterns import common as U
 
 NAME = "unthread"
@@ -210,6 +221,9 @@ class _Unthread:
         self.new_loops: list = []        # (loop var, private names, original statement)
         self.taken: set = set()          # names hoisted so far
         self.names = [n.name for n in walk(func) if isinstance(n, (N.Var, N.Decl, N.Param))]
+        self.shuffled: list = []         # form 4 (unthread_shuffle.py): (partial array, accumulator)
+        self.shuffle_kept: set = set()   # scalars assigned the accumulator after an exchange
+        self.shuffle_gone: dict = {}     # names an exchange wrote that must not be used elsewhere
 
     # -- naming
     def _hoist_name(self, name: str, inside) -> str:
@@ -229,6 +243,7 @@ class _Unthread:
     # -- the walk
     def block(self, b: N.Block) -> N.Block:
         stmts = list(b.stmts)
+        stmts = S.rewrite_block(self, stmts)
         stmts = self._reductions(stmts)
         out = []
         for s in stmts:
@@ -495,6 +510,18 @@ def apply(program: N.Program, *, entry: str, **_params) -> N.Program:
         if left:
             raise PassError(NAME, f"'{red}' is used besides its partials, its trees and reads of {red}[0] after a "
                                   "tree", decls[0])
+    for name, (where, stop) in sorted(u.shuffle_gone.items()):
+        if name in u.shuffle_kept:
+            raise PassError(NAME, f"{where}: '{name}' holds the fold after one warp-shuffle exchange and another "
+                                  "value after another", func)
+        left = [n for n in walk(body) if isinstance(n, N.Var) and n.name == name]
+        if left:
+            why = f" (the exchange stops at the statement{S._line(stop[0])}: {stop[1]})" if stop else ""
+            raise PassError(NAME, f"{where}: '{name}' is written by the warp-shuffle exchange and used elsewhere, "
+                                  f"where it does not hold the fold of every partial{why}", left[0])
+        body = _drop_decl(body, name)
+    body, renamed = S.rename_accumulators(body, u.shuffled)
+    u.new_loops = [(v, {renamed.get(x, x) for x in priv}, o) for v, priv, o in u.new_loops]
     body = u.drop_guards(body)
     new = func.with_(body=body)
     # the order of every flattened loop changed: it must carry no dependence (besides its accumulator)
