@@ -482,12 +482,17 @@ def substitute_reads(s, subst: dict, tloops: dict):
         if isinstance(x, N.For):
             from .unthread import _const_int
             inner = dict(tl)
-            if x.binding is None and _const_int(x.lo, {}) == 0 and _const_int(x.step, {}) == 1:
+            inner.pop(x.var, None)
+            # (its index stays in [0, T) only when the body neither assigns nor redeclares it)
+            if x.binding is None and _const_int(x.lo, {}) == 0 and _const_int(x.step, {}) == 1 \
+                    and x.var not in written_names(x.body) \
+                    and not any(isinstance(n, N.Decl) and n.name == x.var for n in walk(x.body)):
                 T = _const_int(x.hi, {})
                 if T is not None:
                     inner[x.var] = T
-            else:
-                inner.pop(x.var, None)
+            for n in walk(x.body):      # a name redeclared inside is another variable there
+                if isinstance(n, N.Decl) and n.name in inner and n.name != x.var:
+                    inner.pop(n.name)
             return x.with_(lo=expr(x.lo, tl), hi=expr(x.hi, tl), step=expr(x.step, tl), body=stmt(x.body, inner))
         if isinstance(x, (N.CFor, N.While)):
             return expr(x, {})
@@ -525,16 +530,16 @@ def _partial(u, s):
     return lp, T, a.target.base.name, a, c
 
 
-def _outer_decls(func, macros: dict) -> tuple[dict, dict]:
-    """(name -> Decl of the kernel's locals declared once; name -> value of the integer ones that
-    have a constant initializer and are never assigned)."""
+def _outer_decls(program, func, macros: dict) -> tuple[dict, dict]:
+    """(name -> Decl of the kernel's locals declared once (and not also a parameter or a global);
+    name -> value of the integer ones that have a constant initializer and are never assigned)."""
     from .patterns import common as U
     decls, count = {}, Counter()
     for n in walk(func.body):
         if isinstance(n, N.Decl):
             decls[n.name] = n
             count[n.name] += 1
-    params = {p.name for p in func.params}
+    params = {p.name for p in func.params} | {i.name for i in program.items if isinstance(i, N.Decl)}
     decls = {k: d for k, d in decls.items() if count[k] == 1 and k not in params and not d.storage}
     assigned = U.assigned_names(func.body)
     ints: dict = {}
@@ -559,7 +564,7 @@ def rewrite_block(u, stmts: list) -> list:
     if not any(_partial(u, s) for s in stmts):
         return stmts
     macros = dict(u.macros)
-    decls, ints = _outer_decls(u.func, macros)
+    decls, ints = _outer_decls(u.program, u.func, macros)
     out, subst, i = [], {}, 0
     while i < len(stmts):
         s = stmts[i]
@@ -735,6 +740,10 @@ def _prefix(mach, s, T, op, init_consts, acc, where):
     if k == 0 or all(isinstance(x, N.Comment) for x in items[:k]):
         return None
     rest = items[k:]
+    # thread 0's remaining statements run before thread 1's leading ones: they must not change
+    # what those read
+    if written_names(N.Block(tuple(rest))) & (mach.written | set(mach.arrays)):
+        return None
     used = vars_used(N.Block(tuple(rest))) | written_names(N.Block(tuple(rest)))
     head = []
     for x in items[:k]:
