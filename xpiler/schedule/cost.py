@@ -182,6 +182,10 @@ class _Model:
                 self.stmt(x, count, inner)
         elif isinstance(s, N.For):
             n = _trip(s, self.env)
+            if s.binding is None and 0 < n < 1 and not self._per_thread(s):
+                # a sequential loop whose step exceeds its range still runs once (a loop split
+                # by a large factor: the fraction is for grid-stride loops, run by some threads)
+                n = 1.0
             if s.binding is not None and self.threads > 1:
                 # a bound loop of a launched kernel: its iterations are spread over the launch,
                 # whose threads/tasks the walk already counts; each runs its share (a loop with
@@ -365,6 +369,16 @@ class _Model:
             self.o += count * 8 * (ints[-1] if ints else 1)
             return
         self.ops += count
+
+    def _per_thread(self, lp) -> bool:
+        """The loop's start or step reads a thread/block index or launch size (directly or
+        through a scalar declared from one): a grid- or block-stride loop."""
+        for e in (lp.lo, lp.step):
+            for n in walk(e):
+                if isinstance(n, N.Builtin) or isinstance(n, N.Var) and n.name in self.defs and any(
+                        isinstance(m, N.Builtin) for m in walk(self.defs[n.name])):
+                    return True
+        return False
 
     def _trips_of_innermost(self, inner: list) -> float:
         return self._last_trip.get(inner[-1], UNKNOWN_TRIP) if hasattr(self, "_last_trip") else UNKNOWN_TRIP
