@@ -86,19 +86,21 @@ def test_a_prefetch_that_skips_the_store_is_caught():
     assert not verify(q, src, "cuda", RT.launch_wide(ct, "cuda", BM, BN, T, TN), instances=["medium"]).verified
 
 
-@pytest.mark.parametrize("dialect", ["cuda", "hip"])
-def test_real_compilers_accept_it(dialect):
+@pytest.mark.parametrize("dialect,prefetch", [("cuda", False), ("hip", False), ("cuda", True), ("hip", True)])
+def test_real_compilers_accept_it(dialect, prefetch):
     from xpiler.platforms import get_platform
     if dialect == "cuda" and not shutil.which("nvcc"):
         pytest.skip("nvcc not installed")
     if dialect == "hip" and not (shutil.which("clang++-15") or Path("/usr/lib/llvm-15/bin/clang++").exists()):
         pytest.skip("clang-15 not installed")
     src, entry, p = bound("gemm", dialect)
-    q, _ = wide(p, entry, dialect, 128, 128, 8, 8)
+    q, _ = wide(p, entry, dialect, 128, 128, 8, 8, None, prefetch)
     path = Path(tempfile.mkdtemp(prefix="xp-wide-")) / f"k{DIALECT_EXT[dialect]}"
     path.write_text(print_program(q, dialect))
     r = get_platform(dialect).compile_check(path, arch="sm_90" if dialect == "cuda" else "gfx90a")
     assert r["ok"], r["log"][-500:]
+    if dialect == "cuda":          # ptxas: the accumulators stay in registers
+        assert r["resources"][entry]["spill_bytes"] == 0, r["resources"]
 
 
 @pytest.mark.parametrize("params,words", [
