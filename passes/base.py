@@ -23,8 +23,10 @@ PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "
 #: ``unblock`` does the same for a recovered BANG blocked matmul (NRAM/WRAM slices, task rows),
 #: ``guard_loops`` turns an ``if`` around a row body's loops into a loop (for rows='block'),
 #: ``vectorize_simt`` gives a cuda/hip elementwise loop float4 loads and stores,
-#: ``unthread`` turns recovered cyclic thread nests and block reduction trees into plain loops
-STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt", "unthread")
+#: ``unthread`` turns recovered cyclic thread nests and block reduction trees into plain loops,
+#: ``modulo_split`` turns a loop indexing ``seg[i % m]`` (BANG cycle ops) into rows of ``m``,
+#: ``argmax_value`` turns a max / min search whose index is never read into a fold
+STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt", "unthread", "modulo_split", "argmax_value")
 
 
 class PassError(XPError):

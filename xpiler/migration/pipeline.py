@@ -57,7 +57,11 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         return [general[:2] + [("unthread", {REQUIRE: True})] + general[2:],
                 general[:2] + [("untile", {})] + general[2:-1] + [gemm_c], general]
     if src == "bang" and dst == "c":
-        return [general[:2] + [("unblock", {})] + general[2:-1] + [gemm_c], general]
+        # a cycle op's flat ``seg[i % m]`` loop becomes rows of m (passes/modulo_split.py), and a
+        # __bang_max / __bang_min whose index is never read a max / min fold (passes/argmax_value.py),
+        # so that tensorize vectorizes them; each skipped (XP4002) where the program has no such loop
+        rows_c = general[:-1] + [("modulo_split", {}), ("argmax_value", {})] + general[-1:]
+        return [general[:2] + [("unblock", {})] + general[2:-1] + [gemm_c], rows_c]
     if src == "bang" and dst in SIMT:
         # a BANG blocked matmul (NRAM/WRAM k slices, rows split over tasks) is un-blocked back to
         # the plain contraction (passes/unblock.py), so that cache / tensorize write shared-memory
