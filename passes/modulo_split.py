@@ -27,7 +27,8 @@ the loop is sequential, starts at 0, steps by 1 and tests ``<``; ``n`` and ``m``
 call nothing impure and name no variable the body assigns or declares (so both are the same at
 every iteration); ``m`` does not name ``i``; the body does not assign ``i`` and has no ``break`` or
 ``continue`` of this loop (they would bind to the new inner loop). Parameters: ``entry`` (default:
-every function), ``loop`` (a loop variable; default: every qualifying loop).
+every function), ``loop`` (a loop variable; default: every qualifying sequential loop; a bound
+loop, e.g. the OpenMP task loop reading ``task % 4``, is not looked at unless named).
 """
 from __future__ import annotations
 
@@ -136,6 +137,8 @@ def apply(program, *, entry: str | None = None, loop: str | None = None, **_):
         def one(n):
             nonlocal refusal, done
             if not isinstance(n, N.For) or id(n) in originals or loop is not None and n.var != loop:
+                return n
+            if n.binding is not None and loop is None:   # a parallel loop is not a row of elements
                 return n
             m = _modulus(n)
             if m is None:

@@ -236,3 +236,18 @@ def test_default_migration_folds_the_softmax_mlu_maximum(tmp_path):
                          env={**os.environ, "XPILER_C_SUBSTRATE": "simde"})
     got = json.loads(out.stdout)
     assert got["verified"] and got["substrate"] == "emu:simde-cpu", out.stdout[-2000:]
+
+
+def test_a_bound_loop_is_not_a_candidate():
+    from dataclasses import replace
+    p = parse_text("void f(float *d, const float *s, int n, int m) { for (int i = 0; i < n; ++i) d[i] = s[i % m]; }\n", "c")
+    fn = p.func("f")
+    lp = fn.body.stmts[0]
+    bound = p.with_(items=tuple(fn.with_(body=fn.body.with_(stmts=(replace(lp, binding="omp"),))) if it is fn else it
+                                for it in p.items))
+    with pytest.raises(PassError) as e:
+        modulo_split.apply(bound)
+    assert e.value.code == "XP4002"
+    with pytest.raises(PassError) as e:
+        modulo_split.apply(bound, loop="i")
+    assert e.value.code == "XP4001" and "bound to omp" in e.value.why
