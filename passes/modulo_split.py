@@ -23,7 +23,8 @@ dependence question arises. For ``i >= 0`` and ``m > 0``, C's ``i % m`` is ``j``
 ``q <= 0`` and ``n - q * m <= 0`` (``q`` truncates toward zero), so nothing runs, as before.
 
 Legality (each refusal is ``PassError`` XP4001 naming the loop; XP4002 when no loop qualifies):
-the loop is sequential, starts at 0, steps by 1 and tests ``<``; ``n`` and ``m`` read no memory,
+the loop is sequential, starts at 0, steps by 1 and tests ``<``, its variable is declared in its
+header as a signed ``int`` / ``long`` (the new variables take that type); ``n`` and ``m`` read no memory,
 call nothing impure and name no variable the body assigns or declares (so both are the same at
 every iteration); ``m`` does not name ``i``; the body does not assign ``i`` and has no ``break`` or
 ``continue`` of this loop (they would bind to the new inner loop). Parameters: ``entry`` (default:
@@ -65,6 +66,10 @@ def _check(loop: N.For, m) -> None:
         raise PassError(NAME, f"loop '{loop.var}' is bound to {loop.binding}", loop)
     if loop.cmp != "<" or not _is_int(loop.lo, 0) or not _is_int(loop.step, 1):
         raise PassError(NAME, f"loop '{loop.var}' does not run 0, 1, ... (< n) by steps of 1", loop)
+    ty = loop.var_type
+    if not (isinstance(ty, N.Scalar) and ty.dtype in ("int32", "int64")):
+        raise PassError(NAME, f"loop '{loop.var}' is not declared in its header as a signed int or long; the "
+                              "row and column variables would need its type", loop)
     assigned = _assigned(loop.body)
     if loop.var in assigned:
         raise PassError(NAME, f"the body of loop '{loop.var}' assigns or redeclares '{loop.var}'", loop)

@@ -44,11 +44,22 @@ def test_split_writes_rows_and_keeps_the_loop_for_m_not_positive():
     assert isinstance(top, N.If) and not _mods(top.then) and len(_mods(top.else_)) == 1
 
 
-def test_split_runs_like_the_original_loop(tmp_path):
+# compound bound and modulus (printed with their parentheses), i / m kept as written
+CYCLE2 = """
+void cyc(float *dst, const float *src, const float *seg, int n, int m) {
+    for (int i = 0; i < n - 1; ++i) {
+        dst[i] = src[i] * seg[i % (m + 1)] + (float)(i / (m + 1));
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("source", [CYCLE, CYCLE2])
+def test_split_runs_like_the_original_loop(tmp_path, source):
     """Both functions compiled into one program and run over n in [-3, 70], m in [1, 17] (every
     quotient / remainder shape: n < m, n a multiple of m, a partial last row, n <= 0)."""
-    new = print_program(modulo_split.apply(parse_text(CYCLE, "c")), "c").replace("void cyc(", "void cyc_new(")
-    main = CYCLE + new + r"""
+    new = print_program(modulo_split.apply(parse_text(source, "c")), "c").replace("void cyc(", "void cyc_new(")
+    main = source + new + r"""
 #include <stdio.h>
 int main(void) {
     float src[80], seg[20], a[80], b[80];
@@ -251,3 +262,11 @@ def test_a_bound_loop_is_not_a_candidate():
     with pytest.raises(PassError) as e:
         modulo_split.apply(bound, loop="i")
     assert e.value.code == "XP4001" and "bound to omp" in e.value.why
+
+
+def test_an_unsigned_or_outside_declared_index_is_refused():
+    for head in ("for (unsigned i = 0; i < n; ++i)", "int i; for (i = 0; i < n; ++i)"):
+        text = f"void f(float *d, const float *s, int n, int m) {{ {head} d[i] = s[i % m]; }}\n"
+        with pytest.raises(PassError) as e:
+            modulo_split.apply(parse_text(text, "c"))
+        assert e.value.code == "XP4001" and "signed int or long" in e.value.why
