@@ -457,10 +457,11 @@ def main() -> int:
             old_rows = rows
             rows = [r for r in rows if r["id"] not in gone_ids]
             rep_all = sum(bool(r.get("repaired")) for r in old_rows)
-            print(f"old denominator (every generated mutant planted, {len(old_rows)} rows): repaired and verified "
-                  f"{rep_all} / {len(old_rows)} = {100 * rep_all / max(len(old_rows), 1):.0f}%; "
-                  f"{len(old_rows) - len(rows)} of those rows are mutants discarded as proven equivalent "
-                  f"(none of them repaired: {sum(bool(r.get('repaired')) for r in old_rows if r['id'] in gone_ids)})")
+            print(f"old denominator (every generated mutant planted, as before this session): repaired and verified "
+                  f"{rep_all} / {len(ms_all)} = {100 * rep_all / max(len(ms_all), 1):.0f}% "
+                  f"({len(old_rows) - len(rows)} rows in these files are of discarded mutants, "
+                  f"{sum(bool(r.get('repaired')) for r in old_rows if r['id'] in gone_ids)} of them repaired); "
+                  f"new denominator: the {len(ms)} planted, below")
         print(f"{len(rows)} distinct mutants in {len(a.aggregate)} files"
               + (f" ({len(stray)} match no current mutant)" if stray else "")
               + f"; {len(ms) - len(set(r['id'] for r in rows) - set(stray))} of {len(ms)} planted not run")

@@ -603,21 +603,27 @@ REASONS: dict[str, str] = {
     # if (tid < half)`, whose partials line 23 wrote: bound-0 is proven by GUARDED_RANGE_PROOFS,
     # this one changes only the maximum)
     "softmax.cu-c-wrong_stride-1": _SHIFT,
+    "softmax.cu-c-wrong_stride-0": (
+        "defect: the partial-maximum loop runs even tid only, so red[odd] is never written and the "
+        "max tree reads it (undefined in C). Before the seventh session the stack garbage there made "
+        "the test fail (XP2102); test builds now start locals as gcc's pattern, -1.7e38 for a float, "
+        "below every input, so the maximum (and softmax, which cancels it) is unchanged and it passes"),
     "gemm.c-bang-swapped_divmod-0": (
         "defect: i_rows = min(32768 % N, ...) can exceed 32768 / N (M = 672, N = 200, K = 1: 168 rows "
-        "of 200 = 33600 floats into C_nram[32768]); the run passes because the emulator checks a "
-        "__memcpy against the NRAM segment, not the array, and the overflow lands in A_nram, which "
-        "is loaded after it (run: passes)"),
+        "of 200 = 33600 floats into C_nram[32768]); until the seventh session the run passed: the "
+        "emulator checked a __memcpy against the NRAM segment, not the array, and the overflow landed "
+        "in A_nram, loaded after it (now XP4230 at those sizes)"),
     "gemm.c-bang-swapped_divmod-1": (
         "defect: i_rows = min(32768 % K, ...) can exceed 32768 / K (M = 672, N = 1, K = 200: 168 rows "
-        "of 200 = 33600 floats into A_nram[32768]); the emulator checks the NRAM segment, not the "
-        "array (run: passes)"),
+        "of 200 = 33600 floats into A_nram[32768]); the emulator checked the NRAM segment, not the "
+        "array, until the seventh session (now XP4230 at those sizes)"),
     "gemv.c-bang-swapped_divmod-0": (
         "defect: i_rows = min(131072 % K, ...) can exceed 131072 / K (M = 29, K = 16385: 8 rows of "
-        "16385 = 131080 floats into A_wram[131072]); the emulator checks the WRAM segment, not the "
-        "array (run: passes)"),
+        "16385 = 131080 floats into A_wram[131072]); the emulator checked the WRAM segment, not the "
+        "array, until the seventh session (now XP4230 at those sizes)"),
     "gemv.hip-c-wrong_stride-1": ("defect: `done[t] = 0` for even t only: the other flags are "
-                                  "uninitialised (undefined in C); the run sees zeros"),
+                                  "uninitialised (undefined in C); the run saw zeros until test builds "
+                                  "started locals as a pattern (seventh session: caught)"),
 }
 #: mutant ID -> the check that proves it equivalent (run by tests/test_uncaught_mutants.py)
 PROOFS: dict[str, str] = {}
