@@ -57,3 +57,9 @@ def test_timing_builds_are_not_poisoned():
     from xpiler.platforms.c import CPlatform
     assert POISON_LOCALS in CPlatform()._flags(False)
     assert POISON_LOCALS not in CPlatform()._flags(False, timing=5)
+
+
+def test_a_compiler_without_the_flag_builds_as_before():
+    from xpiler.platforms.harness import poison_locals_flags
+    assert poison_locals_flags("gcc") == [POISON_LOCALS]               # gcc 12 here
+    assert poison_locals_flags("no-such-compiler-xp4230") == []

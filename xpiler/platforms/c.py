@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import compile_cached, content_key, tree_digest, which
-from .harness import COMMON_INCLUDE, POISON_LOCALS, RUNTIME_DIR, harness_callee, main_source, rename_entry
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, poison_locals_flags, rename_entry
 from .prelude import cxx_reason, prepare_c
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
@@ -82,7 +82,7 @@ class CPlatform:
             # -1.7e38 for a float, 254 for an unsigned char), so a read before the first write
             # -- a partial or flag array a wrong loop leaves unset -- shows in the results
             # instead of whatever the stack held (often zeros). Timing builds are left as written.
-            flags.append(POISON_LOCALS)
+            flags += poison_locals_flags("gcc")
         if sanitize:
             flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"]
         return flags

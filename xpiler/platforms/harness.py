@@ -19,6 +19,25 @@ COMMON_INCLUDE = RUNTIME_DIR / "common"
 #: compiler flag of test builds on the CPU (c, SIMT emulator): automatic variables start as a
 #: byte pattern (gcc: 0xFE), so a read before the first write shows (docs/verification.md)
 POISON_LOCALS = "-ftrivial-auto-var-init=pattern"
+_POISON_OK: dict = {}
+
+
+def poison_locals_flags(compiler: str) -> list[str]:
+    """``[POISON_LOCALS]`` when ``compiler`` accepts it (gcc >= 12, clang >= 8; probed once per
+    compiler), else ``[]``: an older compiler builds as before rather than failing every build."""
+    if compiler not in _POISON_OK:
+        import shutil
+        import subprocess
+        exe = shutil.which(compiler)
+        ok = False
+        if exe:
+            try:
+                ok = subprocess.run([exe, POISON_LOCALS, "-x", "c", "-fsyntax-only", "-"], input="int main(void) { return 0; }\n",
+                                    capture_output=True, text=True, timeout=60).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+        _POISON_OK[compiler] = ok
+    return [POISON_LOCALS] if _POISON_OK[compiler] else []
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import blank_noncode, cache_root, compile_cached, content_key, emulator_cxx, tree_digest, which
-from .harness import COMMON_INCLUDE, POISON_LOCALS, RUNTIME_DIR, harness_callee, harness_entry, main_source, rename_entry
+from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, harness_entry, main_source, poison_locals_flags, rename_entry
 
 SIMT_DIR = RUNTIME_DIR / "simt"
 SIMT_HEADER = SIMT_DIR / "xp_simt.h"
@@ -411,7 +411,7 @@ class SimtPlatform:
     def emu_flags(self, sanitize: bool) -> list[str]:
         flags = ["-std=c++17", "-O2", "-fno-strict-aliasing", "-fstack-clash-protection", "-w", "-include", str(SIMT_HEADER),
                  f"-I{SIMT_INCLUDE}", f"-I{COMMON_INCLUDE}", f"-DXPS_WAVE={self.wave}"]
-        flags.append(POISON_LOCALS)   # a thread's local array read before written shows (harness.py)
+        flags += poison_locals_flags(emulator_cxx())   # a thread's local read before written shows (harness.py)
         if sanitize:
             flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g", "-O1"]
         return flags
