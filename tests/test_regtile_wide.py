@@ -284,3 +284,23 @@ def test_cost_model_runs_a_split_loop_whose_step_exceeds_its_range_once():
     a = estimate(q, entry, "cuda", sizes, threads=16 * 8 * 256, env=env).ms
     b = estimate(r, entry, "cuda", sizes, threads=16 * 8 * 256, env=env).ms
     assert a <= b < 1.05 * a
+
+
+def test_the_tuner_offers_the_register_tiles_right_after_bmm_hips_route():
+    """xpiler/schedule/tune.py through_loops: bmm.hip's route (loop recovery, untile, binding) ends
+    in a one-thread-per-row kernel the model rates at 133 ms at 16 x 256^3, below the tiled
+    source, so a 30-candidate search never expanded it; the register tiles after it are root
+    steps of their own, and the wide ones are among them."""
+    from xpiler.migration.stage import Stage
+    from xpiler.schedule.step import StepContext
+    from xpiler.schedule.tune import SEQUENCE, sequence_steps, through_loops
+    src = ROOT / "examples" / "bmm" / "bmm.hip"
+    sp = load_spec(str(src) + ".toml")
+    prog = parse_file(src)
+    st = Stage(prog.with_launch(sp.entry, dict(sp.launch)), "hip", sp.entry)
+    st.text = print_program(prog, "hip")
+    steps = through_loops(st, "cuda", StepContext(dict(sp.launch), []))
+    tiled = [sequence_steps(s) for s in steps if s.pass_name == SEQUENCE and len(sequence_steps(s)) == 4]
+    assert [x.pass_name for x in tiled[0]] == ["loop_recovery", "untile", "binding", "cache"]
+    assert len(tiled) == len(RT.SHAPES) + len(RT.WIDE_SHAPES)
+    assert any(t[-1].params.get("vec") == 4 and t[-1].params.get("prefetch") for t in tiled)

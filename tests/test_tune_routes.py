@@ -24,7 +24,12 @@ def test_route_steps_end_in_the_target_dialect():
     steps = through_loops(st, "cuda", ctx)
     assert steps and all(s.pass_name == SEQUENCE for s in steps)
     names = [[x.pass_name for x in sequence_steps(s)] for s in steps]
-    assert all(n == ["loop_recovery", "untile", "binding"] for n in names)
+    assert all(n in (["loop_recovery", "untile", "binding"], ["loop_recovery", "untile", "binding", "cache"])
+               for n in names)
+    # each binding alternative, then the register tiles after one of them (a matmul)
+    assert ["loop_recovery", "untile", "binding"] in names
+    assert all(sequence_steps(s)[-1].params.get("thread_tile") for s, n in zip(steps, names) if len(n) == 4)
+    assert any(len(n) == 4 for n in names)
     assert through_loops(st, "bang", ctx) == []          # only between the SIMT dialects
     c = Stage(prog, "c", "gemm")
     assert through_loops(c, "cuda", ctx) == []

@@ -81,8 +81,23 @@ def through_loops(st, target: str, ctx) -> list:
             return []
     if not prefix or cur.dialect != "c":
         return []
-    return [Step(SEQUENCE, {"steps": [s.to_json() for s in prefix + [b]]}, "search")
-            for b in legal_steps(cur.program, cur.entry, target, ("binding",))]
+    binds = legal_steps(cur.program, cur.entry, target, ("binding",))
+    out = [Step(SEQUENCE, {"steps": [s.to_json() for s in prefix + [b]]}, "search") for b in binds]
+    # a matmul bound afresh is one thread per row, which the model rates far below the tiled
+    # source, so the search never expanded it (bmm.hip -> cuda); the cache pass's register tiles
+    # after it are steps of their own, after the first binding that admits them (the cache pass
+    # writes the body and the launch anew, so the other bindings give the same kernels)
+    for b in binds:
+        try:
+            bound = apply_step(b, cur, ctx)
+            tiles = [c for c in legal_steps(bound.program, bound.entry, target, ("cache",))
+                     if c.params.get("thread_tile")]
+        except Exception:
+            continue
+        if tiles:
+            out += [Step(SEQUENCE, {"steps": [s.to_json() for s in prefix + [b, c]]}, "search") for c in tiles]
+            break
+    return out
 
 
 def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
