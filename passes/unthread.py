@@ -66,6 +66,7 @@ from xpiler.ir.visit import substitute, vars_used, walk
 from .base import PassError
 from . import dependence as D
 from . import unthread_shuffle as S
+from . import unthread_warp_rows as WR
 from .patterns import common as U
 
 NAME = "unthread"
@@ -243,6 +244,7 @@ class _Unthread:
     # -- the walk
     def block(self, b: N.Block) -> N.Block:
         stmts = list(b.stmts)
+        stmts = WR.rewrite_block(self, stmts)
         stmts = S.rewrite_block(self, stmts)
         stmts = self._reductions(stmts)
         out = []

@@ -1,0 +1,441 @@
+"""Un-threading, form 5: one warp per row, a per-lane partial combined by a warp-shuffle exchange.
+
+Loop recovery leaves a kernel that gives each warp of a block one row (a 2-D block ``W x R``,
+``lane = threadIdx.x``, ``row = base + threadIdx.y``) as thread nests over ``(ty, lane)``::
+
+    for (t = 0; t < R*W; ++t) done[t] = 0;                       (only with the early exit)
+    for (ty = 0; ty < R; ++ty) for (lane = 0; lane < W; ++lane) {
+        D1; if (g) { done[ty*W + lane] = 1; continue; }          (the optional early exit)
+        D2; A[ty*W + lane] = init; for (c = lane; c < n; c += W) A[ty*W + lane] = op(A[ty*W + lane], f(c));
+    }
+    <exchange region: nests over (ty, lane) guarded by !done[...], loops over offsets, a scratch array>
+    for (ty = 0; ty < R; ++ty) for (lane = 0; lane < W; ++lane) { ... A[ty*W + lane] ... }   (the tail)
+ →  for (ty = 0; ty < R; ++ty) {
+        [for (lane = 0; lane < W; ++lane) { D1; if (g) { done[ty*W + lane] = 1; continue; } }]
+        [D1; if (g) continue;]  D2;
+        acc = init; for (c = 0; c < n; ++c) acc = op(acc, f(c));  A_row[ty] = acc;
+    }
+    for (ty ...) for (lane ...) { ... A_row[ty] ... }           (each read proven to be the row's fold)
+
+**How it is proven.** ``D1``, ``g``, ``D2``, ``init``, ``f`` and ``n`` do not read ``lane`` (so every
+lane of a warp computes them alike and the early exit is taken by whole warps), the declarations
+are pure, the strided loop is the one update, and both index expressions equal ``ty*W + lane`` for
+every ``(ty, lane)`` (evaluated). ``done`` is a local array of ``R*W`` elements set to 0 by one
+thread loop before and written nowhere else than the early exit. The exchange region is then *run*
+(passes/unthread_shuffle.py's abstract machine) once for each of the ``2^R`` sets of warps that
+leave early (``done`` concrete per warp): each partial ``A[t]`` of a staying warp is "partial
+``t``". Every read of ``A`` in the tail is evaluated for each ``(ty, lane)`` and each such set, its
+enclosing conditions evaluated where they are integer constants (a condition that is not is taken
+as possibly true): a read that can run must hit an element that holds the fold of exactly the
+partials ``ty*W .. ty*W + W-1`` (each exactly once; at least once for max/min/&/|) of a warp that
+stays. The scratch arrays the region writes must not be used anywhere else in the block. The new
+row loop goes through passes/unthread.py's dependence test (Z3), the accumulator excluded. For
+``+`` and ``*`` the combination order changes (reassociation, as forms 2 and 4).
+
+Not handled (refused or left alone): a 1-D thread loop ``tx < R*W`` with ``lane = tx % W``,
+``row = base + tx / W`` (rmsnorm.cu, softmax_shfl.cu); a tail that reads ``A`` inside a loop.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from itertools import product
+
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import rewrite, vars_used, walk
+
+from .base import PassError
+from . import unthread_shuffle as S
+from .patterns import common as U
+
+NAME = "unthread"
+_MAX_WARPS = 10          # 2^R exchange runs
+
+
+class _Machine(S.Machine):
+    """The exchange machine, with integer flag arrays (``done``) read as concrete values."""
+
+    def __init__(self, *args, flags=None, **kw):
+        super().__init__(*args, **kw)
+        self.flags = flags or {}
+
+    def _ival(self, e, scopes):
+        if isinstance(e, N.Index) and isinstance(e.base, N.Var) and e.base.name in self.flags \
+                and self._lookup(scopes, e.base.name) is None:
+            i = self.ival(e.index, scopes)
+            vals = self.flags[e.base.name]
+            if i not in vals:
+                raise S.Refuse(f"'{e.base.name}[{i}]' is outside the array")
+            return vals[i]
+        return super()._ival(e, scopes)
+
+
+def _nest(s, macros):
+    """``(ty loop, lane loop, R, W)`` when ``s`` is ``for (ty < R) { for (lane < W) {...} }``."""
+    from .unthread import _const_int, _single, _thread_loop
+    o = _thread_loop(s)
+    if o is None:
+        return None
+    i = _thread_loop(_single(o.body))
+    if i is None:
+        return None
+    R, W = _const_int(o.hi, macros), _const_int(i.hi, macros)
+    if R is None or W is None or R < 1 or W < 1 or o.var == i.var:
+        return None
+    return o, i, R, W
+
+
+def _match(u, s):
+    """The partial nest's parts when ``s`` has its shape (see the module docstring), else None."""
+    from .unthread import _body, _is_var
+    m = _nest(s, u.macros)
+    if m is None:
+        return None
+    o, i, R, W = m
+    items = _body(i.body)
+    if len(items) < 2:
+        return None
+    c, first = items[-1], items[-2]
+    from .unthread import _const_int
+    if not (isinstance(c, N.For) and _is_var(c.lo, i.var) and _const_int(c.step, u.macros) == W):
+        return None
+    if not (isinstance(first, N.Assign) and first.op == "=" and isinstance(first.target, N.Index)
+            and isinstance(first.target.base, N.Var)):
+        return None
+    return o, i, R, W, items[:-2], first, c
+
+
+def _idx_ok(mach, e, ty, lane, R, W) -> bool:
+    """``e`` equals ``ty*W + lane`` for every ``ty < R``, ``lane < W`` (evaluated)."""
+    try:
+        return all(mach.ival(e, [{ty: ("int", a), lane: ("int", b)}]) == a * W + b
+                   for a in range(R) for b in range(W))
+    except S.Refuse:
+        return False
+
+
+def _row_full(v, w, W, op, init_consts) -> bool:
+    from .unthread import _IDEMPOTENT, _IDENTITY
+    if v is None or v.top:
+        return False
+    want = range(w * W, w * W + W)
+    if op in _IDEMPOTENT:
+        return set(v.lanes) == set(want) and v.consts <= init_consts
+    return v.lanes == Counter(want) and v.consts <= {float(_IDENTITY[op])}
+
+
+def rewrite_block(u, stmts: list) -> list:
+    """The statements with each one-warp-per-row partial + exchange (form 5) turned into row loops."""
+    for i, s in enumerate(stmts):
+        m = _match(u, s)
+        if m is not None:
+            new, end = _one(u, m, stmts, i)
+            return new + rewrite_block(u, stmts[end:])
+    split = _split_block(u, stmts)
+    if split is not None and any(_match(u, s) is not None for s in split):
+        return rewrite_block(u, split)
+    return stmts
+
+
+def _split_block(u, stmts: list):
+    """The statements with each 1-D thread loop ``for (tx = 0; tx < R*W; ++tx)`` whose body reads
+    ``tx % W`` and holds a strided loop ``for (c = lane; c < n; c += W)`` (``int lane = tx % W``)
+    split into ``for (ty < R) for (l < W)`` with ``tx`` replaced by ``ty*W + l`` and then
+    ``(ty*W + l) % W`` by ``l``, ``(ty*W + l) / W`` by ``ty``, and an alias ``int lane = l;`` by
+    ``l`` (None when there is no such loop).
+
+    Exact: ``(ty, l) -> ty*W + l`` maps ``[0, R) x [0, W)`` onto ``[0, R*W)`` in the same order,
+    the body neither assigns nor redeclares ``tx``, and for ``ty >= 0``, ``0 <= l < W`` C's
+    truncating ``/`` and ``%`` give ``ty`` and ``l``."""
+    from .unthread import _body, _const_int, _is_var, _thread_loop
+    W = None
+    for s in stmts:
+        lp = _thread_loop(s)
+        T = _const_int(lp.hi, u.macros) if lp is not None else None
+        if T is None:
+            continue
+        lanes = {x.name: x for x in _body(lp.body) if isinstance(x, N.Decl) and isinstance(x.init, N.BinOp)
+                 and x.init.op == "%" and _is_var(x.init.lhs, lp.var)}
+        for x in _body(lp.body):
+            if isinstance(x, N.For) and isinstance(x.lo, N.Var) and x.lo.name in lanes:
+                w = _const_int(lanes[x.lo.name].init.rhs, u.macros)
+                if w is not None and 1 < w < T and T % w == 0 and _const_int(x.step, u.macros) == w:
+                    W = w
+    if W is None:
+        return None
+    out, changed = [], False
+    for s in stmts:
+        lp = _thread_loop(s)
+        T = _const_int(lp.hi, u.macros) if lp is not None else None
+        tx = lp.var if lp is not None else None
+        if T is None or T % W or T == W or tx in S.written_names(lp.body) \
+                or any(isinstance(n, N.Decl) and n.name == tx for n in walk(lp.body)) \
+                or not any(isinstance(n, N.BinOp) and n.op == "%" and _is_var(n.lhs, tx) for n in walk(lp.body)):
+            out.append(s)
+            continue
+        ty, ln = _fresh(u, tx + "_w"), _fresh(u, tx + "_l")
+        flat = N.BinOp("+", N.BinOp("*", N.Var(ty), U.C(W)), N.Var(ln))
+
+        def fn(n, tx=tx, ty=ty, ln=ln):
+            if isinstance(n, N.BinOp) and n.op in ("%", "/") and (_is_var(n.lhs, tx) or n.lhs == flat) \
+                    and _const_int(n.rhs, u.macros) == W:
+                return N.Var(ln if n.op == "%" else ty)
+            if _is_var(n, tx):
+                return flat
+            return n
+        body = rewrite(lp.body, fn)
+        # an alias 'int lane = l;' (declared once, never assigned) becomes 'l'
+        items = list(body.stmts)
+        for k, x in enumerate(items):
+            if isinstance(x, N.Decl) and _is_var(x.init, ln) and isinstance(x.type, N.Scalar) \
+                    and x.name not in S.written_names(body) \
+                    and sum(1 for n in walk(body) if isinstance(n, N.Decl) and n.name == x.name) == 1:
+                rest = rewrite(N.Block(tuple(items[k + 1:])),
+                               lambda n, a=x.name: N.Var(ln) if _is_var(n, a) else n)
+                items = items[:k] + list(rest.stmts)
+                break
+        body = body.with_(stmts=tuple(items))
+        inner = lp.with_(var=ln, hi=U.C(W), body=body)
+        out.append(lp.with_(var=ty, hi=U.C(T // W), body=N.Block((inner,))))
+        changed = True
+    return out if changed else None
+
+
+def _fresh(u, base: str) -> str:
+    k, name = 2, base
+    while name in u.names or name in u.taken:
+        name, k = f"{base}{k}", k + 1
+    u.taken.add(name)
+    return name
+
+
+def _one(u, m, stmts, i):
+    from .unthread import (_IDEMPOTENT, _IDENTITY, _body, _const_num, _is_var, _pure, _update, _line)
+    o, il, R, W, prefix, first, c = m
+    ty, lane = o.var, il.var
+    A = first.target.base.name
+    where = f"one-warp-per-row reduction into '{A}'{_line(o) or S._line(o)}"
+
+    def refuse(why, node=None):
+        raise PassError(NAME, f"{where}: {why}", node if node is not None else o)
+    decls, ints = S._outer_decls(u.program, u.func, dict(u.macros))
+    d = decls.get(A)
+    if d is None or not isinstance(d.type, N.Array) or S._scalar_kind(d.type.elem) != "float" \
+            or not any(x is d for x in stmts[:i]):
+        refuse(f"'{A}' is not a local float array declared in this block")
+    if R > _MAX_WARPS:
+        refuse(f"{R} warps per block: the exchange is run for each of the 2^{R} sets of warps that leave early, "
+               f"at most {_MAX_WARPS} warps are tried")
+    if any(A in vars_used(x) for x in stmts[:i] if x is not d) or any(A in vars_used(x) for x in prefix):
+        refuse(f"'{A}' is used before its partial")
+    mach0 = _Machine("+", ints, decls, u.macros)
+    if not _idx_ok(mach0, first.target.index, ty, lane, R, W):
+        refuse(f"the partial's index '{S._text(first.target.index)}' is not '{ty} * {W} + {lane}'", first)
+    # the prefix: lane-free pure declarations and at most one early exit
+    guard, pre, post = None, [], []
+    for x in prefix:
+        if isinstance(x, N.Decl) and x.init is not None and _pure(x.init) and lane not in vars_used(x.init) \
+                and x.name not in (ty, lane, A) and isinstance(x.type, (N.Scalar, N.Pointer)):
+            (post if guard is not None else pre).append(x)
+            continue
+        if guard is None and isinstance(x, N.If) and x.else_ is None:
+            t = _body(x.then)
+            if len(t) == 2 and isinstance(t[1], N.Continue) and isinstance(t[0], N.Assign) and t[0].op == "=" \
+                    and isinstance(t[0].target, N.Index) and isinstance(t[0].target.base, N.Var) \
+                    and _const_num(t[0].value) == 1 and _pure(x.cond) and lane not in vars_used(x.cond) \
+                    and _idx_ok(mach0, t[0].target.index, ty, lane, R, W):
+                guard = x
+                continue
+        refuse(f"the statement{S._line(x)} before the strided loop is neither a declaration of a value every "
+               "lane computes alike nor an early exit 'if (g) { done[ty*W + lane] = 1; continue; }' with 'g' "
+               "free of the lane", x)
+    # the strided loop: exactly the update A[idx] = op(A[idx], f)
+    probe = "\u0000acc"
+
+    def to_acc(n):
+        if isinstance(n, N.Index) and _is_var(n.base, A) and S._text(n.index) == S._text(first.target.index):
+            return N.Var(probe)
+        return n
+    cb = _body(c.body)
+    up = _update(rewrite(cb[0], to_acc), probe) if len(cb) == 1 else None
+    if up is None or c.binding is not None or c.cmp != "<":
+        refuse(f"the strided loop '{c.var}'{S._line(c)} must be exactly the update "
+               f"'{S._text(first.target)} = op({S._text(first.target)}, f)'", c)
+    op, f = up
+    init = first.value
+    used = vars_used(f) | vars_used(c.hi) | vars_used(init)
+    if lane in used or A in vars_used(f) or A in vars_used(init) or not _pure(init) or ty in vars_used(init):
+        refuse(f"the partial's initial value, 'f' or the bound read the lane or '{A}'", c)
+    try:
+        S._effect_free(f)
+    except S.Refuse as r:
+        refuse(r.why, c)
+    if c.var in S.written_names(c.body) or vars_used(c.hi) & S.written_names(c.body):
+        refuse(f"the strided loop '{c.var}': its bound or index is assigned in it", c)
+    if op not in _IDEMPOTENT:
+        v = _const_num(init)
+        if v is None or v != _IDENTITY[op]:
+            refuse(f"with '{op}' the initial value must be the identity {_IDENTITY[op]}", first)
+    init_consts = frozenset({float(_const_num(init))}) if isinstance(_const_num(init), (int, float)) else frozenset()
+    # the early-exit flags: set to 0 by one thread loop before, written nowhere else
+    flag_names, configs = {}, [frozenset()]
+    if guard is not None:
+        done = _body(guard.then)[0].target.base.name
+        dd = decls.get(done)
+        if dd is None or not isinstance(dd.type, N.Array) or not any(x is dd for x in stmts[:i]):
+            refuse(f"'{done}' is not a local array declared in this block", guard)
+        writes = [n for n in walk(u.func.body) if isinstance(n, (N.Assign, N.AssignExpr))
+                  and isinstance(n.target, N.Index) and _is_var(n.target.base, done)]
+        zero = None
+        for x in stmts[:i]:
+            from .unthread import _single, _thread_loop, _const_int
+            lp = _thread_loop(x)
+            b = _single(lp.body) if lp is not None else None
+            if lp is not None and _const_int(lp.hi, u.macros) == R * W and isinstance(b, N.Assign) \
+                    and b.op == "=" and isinstance(b.target, N.Index) and _is_var(b.target.base, done) \
+                    and _is_var(b.target.index, lp.var) and _const_num(b.value) == 0:
+                zero = b
+        if zero is None or len(writes) != 2 or not any(w is zero for w in writes) \
+                or any(isinstance(n, N.UnOp) and n.op in ("&", "++", "--", "p++", "p--")
+                       and isinstance(n.operand, (N.Var, N.Index)) and done in vars_used(n.operand)
+                       for n in walk(u.func.body)):
+            refuse(f"'{done}' must be set to 0 by one thread loop over {R * W} before and written nowhere "
+                   "but the early exit", guard)
+        if done in vars_used(c) or any(done in vars_used(x) for x in prefix if x is not guard):
+            refuse(f"'{done}' is read by the partial's loop or declarations", c)
+        flag_names[done] = None
+        configs = [frozenset(w for w, out in enumerate(bits) if out) for bits in product((0, 1), repeat=R)]
+    configs.sort(key=len)             # the set where no warp leaves first: it fixes the region's end
+
+    def machine(gone):
+        fl = {}
+        for name in flag_names:
+            fl[name] = {t: int(t // W in gone) for t in range(R * W)}
+        mach = _Machine(op, ints, decls, u.macros, d.type.elem.dtype, flags=fl)
+        mach.arrays[A] = {t: S.Val(Counter({t: 1})) for t in range(R * W) if t // W not in gone}
+        return mach
+    # run the region (its end: where the run with every warp staying stops)
+    mach = machine(configs[0])
+    j = i + 1
+    while j < len(stmts):
+        x = stmts[j]
+        if not isinstance(x, N.Comment):
+            saved = (S._copy_state(mach), mach.stored_top)
+            try:
+                mach.run(x, [{}])
+            except S.Refuse:
+                S._restore(mach, saved)
+                break
+            if mach.stored_top is not None or mach.scalars:
+                S._restore(mach, saved)
+                break
+        j += 1
+    end = j
+    if end == i + 1 or end >= len(stmts):
+        refuse("the partials are not combined by an exchange followed by a thread nest that reads them")
+    region = stmts[i + 1:end]
+    results = {configs[0]: mach}
+    for g in configs[1:]:
+        mg = machine(g)
+        try:
+            for x in region:
+                mg.run(x, [{}])
+        except S.Refuse as r:
+            refuse(f"with warps {sorted(g)} leaving early the exchange does not run here: {r.why}")
+        if mg.stored_top is not None or mg.scalars:
+            refuse(f"with warps {sorted(g)} leaving early the exchange stores {mg.stored_top or 'a scalar'}")
+        results[g] = mg
+    scratch = set().union(*(m.written for m in results.values())) - {A}
+    # the tail: one nest over (ty', lane') reading A; A used nowhere after it
+    tail = stmts[end]
+    tm = _nest(tail, u.macros)
+    if tm is None or tm[2] != R or tm[3] != W:
+        refuse(f"the statement{S._line(tail)} after the exchange is not a thread nest over {R} x {W}", tail)
+    to, ti = tm[0], tm[1]
+    if A in S.written_names(tail) or any(A in vars_used(x) for x in stmts[end + 1:]) \
+            or any(isinstance(n, N.Decl) and n.name in (to.var, ti.var, A) for n in walk(ti.body)):
+        refuse(f"'{A}' is written in the tail, read after it, or the tail redeclares its indices", tail)
+    for name in scratch:
+        if any(name in vars_used(x) for x in stmts[:i] + stmts[end:] if not (isinstance(x, N.Decl) and x.name == name)):
+            refuse(f"'{name}' is written by the exchange and used elsewhere", tail)
+        if not any(isinstance(x, N.Decl) and x.name == name for x in stmts[:i]):
+            refuse(f"'{name}' (written by the exchange) is not declared in this block", tail)
+    reads = []                      # (Index node, [conditions that must hold])
+
+    def collect(x, conds):
+        if isinstance(x, N.If):
+            collect_e(x.cond, conds)
+            collect(x.then, conds + [x.cond])
+            if x.else_ is not None:
+                collect(x.else_, conds + [N.UnOp("!", x.cond)])
+            return
+        if isinstance(x, N.Block):
+            for y in x.stmts:
+                collect(y, conds)
+            return
+        if isinstance(x, (N.For, N.CFor, N.While)):
+            if A in vars_used(x):
+                refuse(f"'{A}' is read inside a loop of the tail{S._line(x)}", x)
+            return
+        collect_e(x, conds)
+
+    def collect_e(x, conds):
+        for n in walk(x):
+            if isinstance(n, N.Index) and _is_var(n.base, A):
+                reads.append((n, conds))
+            elif isinstance(n, N.Var) and n.name == A and not any(n is r.base for r, _ in reads):
+                pass
+    collect(ti.body, [])
+    n_reads = sum(1 for n in walk(ti.body) if isinstance(n, N.Var) and n.name == A)
+    if n_reads != len(reads) or not reads:
+        refuse(f"'{A}' is used in the tail other than as elements", tail)
+    for g, mg in results.items():
+        for a, b in product(range(R), range(W)):
+            sc = [{to.var: ("int", a), ti.var: ("int", b)}]
+            for r, conds in reads:
+                live = True
+                for cnd in conds:
+                    try:
+                        if not mg.ival(cnd, sc):
+                            live = False
+                            break
+                    except S.Refuse:
+                        pass          # not a constant here: possibly true
+                if not live:
+                    continue
+                if a in g:
+                    refuse(f"'{S._text(r)}'{S._line(r)} can be read by warp {a}, which left early", r)
+                try:
+                    k = mg.ival(r.index, sc)
+                except S.Refuse as e:
+                    refuse(f"the index of '{S._text(r)}' is not a constant for one thread ({e.why})", r)
+                if not _row_full(mg.arrays.get(A, {}).get(k), a, W, op, init_consts):
+                    v = mg.arrays.get(A, {}).get(k)
+                    what = "nothing" if v is None else S.describe(v, R * W, op, init_consts)
+                    refuse(f"'{S._text(r)}'{S._line(r)} read by thread ({a}, {b}) is element {k}, which is not the "
+                           f"fold of warp {a}'s {W} partials ({what})", r)
+    # the rewrite
+    acc = u._hoist_name(A + "_acc", o)
+    row = u._hoist_name(A + "_row", o)
+    elem = d.type.elem
+    cnew = c.with_(lo=U.C(0), step=U.C(1), body=N.Block((rewrite(cb[0], lambda n: N.Var(acc)
+                   if isinstance(n, N.Index) and _is_var(n.base, A)
+                   and S._text(n.index) == S._text(first.target.index) else n),)))
+    body = []
+    if guard is not None:
+        body.append(il.with_(body=N.Block(tuple(pre) + (guard,))))
+        body += list(pre) + [N.If(guard.cond, N.Block((N.Continue(),)))]
+    body += list(post) + [N.Decl(acc, elem, init), cnew, N.Assign(N.Index(N.Var(row), N.Var(ty)), "=", N.Var(acc))]
+    new_nest = o.with_(body=N.Block(tuple(body)))
+    new_tail = rewrite(tail, lambda n: N.Index(N.Var(row), N.Var(to.var))
+                       if isinstance(n, N.Index) and _is_var(n.base, A) else n)
+    head = []
+    for x in stmts[:i]:
+        if isinstance(x, N.Decl) and x.name in scratch:
+            continue
+        if x is d:
+            head.append(N.Decl(row, N.Array(elem, (U.C(R),))))
+            continue
+        head.append(x)
+    u.new_loops.append((c.var, {acc}, c))
+    u.changed = True
+    return head + [new_nest, new_tail], end + 1
