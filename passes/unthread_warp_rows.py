@@ -32,8 +32,13 @@ stays. The scratch arrays the region writes must not be used anywhere else in th
 row loop goes through passes/unthread.py's dependence test (Z3), the accumulator excluded. For
 ``+`` and ``*`` the combination order changes (reassociation, as forms 2 and 4).
 
-Not handled (refused or left alone): a 1-D thread loop ``tx < R*W`` with ``lane = tx % W``,
-``row = base + tx / W`` (rmsnorm.cu, softmax_shfl.cu); a tail that reads ``A`` inside a loop.
+A 1-D thread loop ``tx < R*W`` with ``lane = tx % W``, ``row = base + tx / W`` (rmsnorm.cu) is first
+split exactly into ``(ty, l)`` nests (``_split_block``; kept only when the form then matches). A
+pointer declared in the new row loop that the kernel declares again elsewhere is renamed (a local
+renaming; tensorize's buffer facts skip names declared twice).
+
+Refused (XP4001): a tail that reads ``A`` inside a loop (softmax_shfl.cu: the max is read by the
+sum's partial loop), scratch arrays read outside the exchange (layernorm.hip's helper result).
 """
 from __future__ import annotations
 
@@ -41,7 +46,7 @@ from collections import Counter
 from itertools import product
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import rewrite, vars_used, walk
+from xpiler.ir.visit import rewrite, substitute, vars_used, walk
 
 from .base import PassError
 from . import unthread_shuffle as S
@@ -424,7 +429,16 @@ def _one(u, m, stmts, i):
     if guard is not None:
         body.append(il.with_(body=N.Block(tuple(pre) + (guard,))))
         body += list(pre) + [N.If(guard.cond, N.Block((N.Continue(),)))]
-    body += list(post) + [N.Decl(acc, elem, init), cnew, N.Assign(N.Index(N.Var(row), N.Var(ty)), "=", N.Var(acc))]
+    rest = list(post) + [N.Decl(acc, elem, init), cnew, N.Assign(N.Index(N.Var(row), N.Var(ty)), "=", N.Var(acc))]
+    # a pointer declared again elsewhere in the kernel (the tail's 'xr') gets its own name in the row
+    # loop: a renaming of a local, for tensorize's buffer facts, which skip names declared twice
+    declared = Counter(n.name for n in walk(u.func.body) if isinstance(n, N.Decl))
+    for k, x in enumerate(rest):
+        if isinstance(x, N.Decl) and isinstance(x.type, N.Pointer) and declared[x.name] > 1:
+            nm = _fresh(u, x.name + "_r")
+            after = substitute(N.Block(tuple(rest[k + 1:])), {x.name: N.Var(nm)})
+            rest = rest[:k] + [x.with_(name=nm)] + list(after.stmts)
+    body += rest
     new_nest = o.with_(body=N.Block(tuple(body)))
     new_tail = rewrite(tail, lambda n: N.Index(N.Var(row), N.Var(to.var))
                        if isinstance(n, N.Index) and _is_var(n.base, A) else n)

@@ -81,7 +81,8 @@ def test_rmsnorm_1d_thread_loop_is_split_into_warps_and_verifies(tmp_path):
     body = _body(q, "rmsnorm")
     assert "xpd_xch" not in body and "sq[" not in body
     assert "for (int tx_w = 0; tx_w < 4; ++tx_w)" in body and "for (int c = 0; c < cols; ++c)" in body
-    assert "sq_acc += xr[c] * xr[c];" in body and "sqrtf(sq_row[tx_w2] / (float)cols + eps)" in body
+    # the row loop's pointer gets its own name (the tail declares 'xr' again)
+    assert "const float *xr_r = x + (long)row * cols;" in body and "sq_acc += xr_r[c] * xr_r[c];" in body and "sqrtf(sq_row[tx_w2] / (float)cols + eps)" in body
     v = _verify_c(tmp_path, q, RMSNORM_CU, sp)
     assert v.verified, v.failures[:1]
 
