@@ -128,6 +128,32 @@ def _row_full(v, w, W, op, init_consts) -> bool:
     return v.lanes == Counter(want) and v.consts <= {float(_IDENTITY[op])}
 
 
+def _describe_row(v, w, W, op, init_consts) -> str:
+    """What an element that is not warp ``w``'s fold holds instead, in words."""
+    from .unthread import _IDEMPOTENT, _IDENTITY
+    if v is None:
+        return "nothing the exchange wrote"
+    if v.top:
+        return f"an unknown value ({v.why})"
+    want = range(w * W, w * W + W)
+    out = []
+    missing = [k for k in want if k not in v.lanes]
+    if missing:
+        out.append(f"{len(missing)} of its {W} partials missing (partial {missing[0]} among them)")
+    other = sorted(k for k in v.lanes if k not in want)
+    if other:
+        out.append(f"partial {other[0]} of another warp")
+    if op not in _IDEMPOTENT:
+        dup = sorted(k for k, c in v.lanes.items() if c > 1)
+        if dup:
+            out.append(f"partial {dup[0]} combined {v.lanes[dup[0]]} times")
+    allowed = init_consts if op in _IDEMPOTENT else {float(_IDENTITY[op])}
+    extra = sorted(v.consts - allowed)
+    if extra:
+        out.append(f"the constant {extra[0]:g}")
+    return ", ".join(out) or "not the fold"
+
+
 def rewrite_block(u, stmts: list) -> list:
     """The statements with each one-warp-per-row partial + exchange (form 5) turned into row loops."""
     for i, s in enumerate(stmts):
@@ -415,7 +441,7 @@ def _one(u, m, stmts, i):
                     refuse(f"the index of '{S._text(r)}' is not a constant for one thread ({e.why})", r)
                 if not _row_full(mg.arrays.get(A, {}).get(k), a, W, op, init_consts):
                     v = mg.arrays.get(A, {}).get(k)
-                    what = "nothing" if v is None else S.describe(v, R * W, op, init_consts)
+                    what = _describe_row(v, a, W, op, init_consts)
                     refuse(f"'{S._text(r)}'{S._line(r)} read by thread ({a}, {b}) is element {k}, which is not the "
                            f"fold of warp {a}'s {W} partials ({what})", r)
     # the rewrite

@@ -98,10 +98,26 @@ def test_rmsnorm_1d_thread_loop_is_split_into_warps_and_verifies(tmp_path):
     ([("float sum = 0.0f;", "float sum = 1.0f;")], "the initial value must be the identity 0"),
 ])
 def test_refusals_name_the_reason(tmp_path, edits, why):
-    src = _variant(tmp_path, GEMV_CU, edits)
+    _refused(tmp_path, GEMV_CU, "gemv", edits, why)
+
+
+@pytest.mark.parametrize("edits,why", [
+    # an early exit that depends on the lane: warps would leave in part
+    ([("if (row >= rows)\n        return;", "if (row >= rows || lane >= cols)\n        return;")],
+     "an early exit 'if (g) { done[ty*W + lane] = 1; continue; }' with 'g' free of the lane"),
+    # the butterfly starts at 8: each lane folds only 16 of its warp's 32 partials
+    ([("for (int off = WARP / 2; off > 0; off /= 2)", "for (int off = WARP / 4; off > 0; off /= 2)")],
+     "which is not the fold of warp 0's 32 partials (16 of its 32 partials missing"),
+])
+def test_rmsnorm_refusals_after_the_split(tmp_path, edits, why):
+    _refused(tmp_path, RMSNORM_CU, "rmsnorm", edits, why)
+
+
+def _refused(tmp_path, src, entry, edits, why):
+    src = _variant(tmp_path, src, edits)
     p, _ = _recovered(src)
     with pytest.raises(PassError) as e:
-        unthread.apply(p, entry="gemv")
+        unthread.apply(p, entry=entry)
     assert e.value.code == "XP4001" and why in e.value.why, e.value.why
 
 
