@@ -132,6 +132,10 @@ class Checker:
         self.sspec = load_spec(self.src.with_name(self.src.name + ".toml"))
         self.source_text = source_text
         self.last: dict | None = None
+        self.last_text: str | None = None      # the last candidate tested, with its spec and verdict
+        self.last_spec = None
+        self.last_verdict = None
+        self.against = None
         self.n = 0
 
     def cand_spec(self):
@@ -156,6 +160,7 @@ class Checker:
         t0 = time.monotonic()
         v = compare_kernels(path, spec, against=(src, self.sspec), use_reference=True, seeds=self.seeds,
                             sanitize=self.sanitize, timeout=60.0, jobs=2)
+        self.last_text, self.last_spec, self.last_verdict, self.against = cand.program_text, spec, v, (src, self.sspec)
         compiled = v.build_error is None
         first = v.failures[0] if v.failures else None
         self.last = {"compiled": compiled, "verified": bool(v.verified), "substrate": v.substrate,
@@ -183,7 +188,27 @@ def section_retriever():
 
 
 # --------------------------------------------------------------------------------------------
-def run_pair(proposer: LLMProposer, pair: Pair, retrieval: bool, workroot: Path) -> dict:
+def repair_answer(check: "Checker", pair: Pair, work: Path, budget_s: float) -> dict:
+    """The issue-14 arm: a screened answer that builds and fails its numeric test goes to Z3
+    sketch repair (``xpiler.repair.repair_kernel``, the same call the migration driver makes).
+    The repaired text is then tested again by the benchmark's own test (``check``): "verified
+    after" needs both the repair's gate (seeds 0 1 2, every instance the unrepaired test ran) and
+    this test."""
+    from xpiler.repair import repair_kernel
+    t0 = time.monotonic()
+    r = repair_kernel(check.last_text, pair.out_dialect, check.sspec.entry, check.last_spec, check.against,
+                      seeds=(0, 1, 2), budget_s=budget_s, jobs=2, workdir=work / "repair", run_limit=60.0)
+    out = {"repaired": bool(r.repaired), "solver": r.solver, "sketch": r.sketch, "region": r.region,
+           "holes": r.holes, "checks": r.checks, "seconds": round(time.monotonic() - t0, 1),
+           "verified_after": False}
+    if r.repaired:
+        again = check(Candidate(r.text, "repair", pair.pass_name)) is None
+        out["verified_after"] = bool(again)
+        out["retest"] = check.last
+    return out
+
+
+def run_pair(proposer: LLMProposer, pair: Pair, retrieval: bool, workroot: Path, repair_budget: float = 0.0) -> dict:
     src = EXAMPLES / pair.example
     sspec = load_spec(src.with_name(src.name + ".toml"))
     program = strip_host(src.read_text(), sspec.entry)
@@ -218,6 +243,9 @@ def run_pair(proposer: LLMProposer, pair: Pair, retrieval: bool, workroot: Path)
         "prompt_sha256": ev.get("prompt_sha256"), "response": ev.get("response"),
         "calls": len(events), "candidates": len(cands),
     }
+    res["repair"] = None
+    if repair_budget > 0 and res["compiled"] and not res["verified"] and check.last_text is not None:
+        res["repair"] = repair_answer(check, pair, work, repair_budget)
     shutil.rmtree(work, ignore_errors=True)
     return res
 
@@ -234,6 +262,9 @@ def summarize(results: list[dict]) -> list[dict]:
             "pass": p, "retrieval": ret, "n": n,
             "structural": sum(r["structural_ok"] for r in rs), "compiled": sum(r["compiled"] for r in rs),
             "verified": sum(r["verified"] for r in rs),
+            "repair_tried": sum(1 for r in rs if r.get("repair")),
+            "verified_after_repair": sum(r["verified"] or bool((r.get("repair") or {}).get("verified_after"))
+                                         for r in rs),
             "latency_mean_s": round(sum(r["latency_s"] for r in rs) / n, 1),
             "tokens_in_mean": round(sum(r["tokens_in"] for r in rs) / n),
             "tokens_out_mean": round(sum(r["tokens_out"] for r in rs) / n),
@@ -260,6 +291,9 @@ NOTES = [
     "`compiles`: the screened candidate built for this machine's substrate; `numeric pass`: it then matched both "
     "the source kernel and the spec's Python reference on every instance of the spec (seed 0, outputs poisoned "
     "before each run).",
+    "`sent to repair` (with `--repair SECONDS`): answers that built and failed their numeric test went to Z3 sketch "
+    "repair (`xpiler.repair.repair_kernel`, as in a migration); `numeric pass after repair` counts an answer that "
+    "passed as it was, or whose repaired text passed both the repair's gate (seeds 0 1 2) and this benchmark's test.",
     "First answers only (`--retries 0`): the proposer's one feedback retry is off, so each number is a single "
     "deterministic call.",
 ]
@@ -286,11 +320,15 @@ def write_markdown(path: Path, meta: dict, rows: list[dict], results: list[dict]
           f"- total wall time: {meta['wall_s']:.0f} s" + (" (PARTIAL: run still going or stopped)"
                                                            if meta.get("partial") else ""), "",
           "## Per pass (with / without retrieved manual excerpts)", "",
-          "| pass | excerpts | n | structural ok | compiles | numeric pass | mean latency s | mean tokens in | mean tokens out | hit max_tokens |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "| pass | excerpts | n | structural ok | compiles | numeric pass | sent to repair | numeric pass after repair | mean latency s | mean tokens in | mean tokens out | hit max_tokens |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rep_on = bool(meta.get("repair_budget_s"))
     for r in rows:
         L.append(f"| {r['pass']} | {'yes' if r['retrieval'] else 'no'} | {r['n']} | {pct(r['structural'], r['n'])} | "
-                 f"{pct(r['compiled'], r['n'])} | {pct(r['verified'], r['n'])} | {r['latency_mean_s']} | "
+                 f"{pct(r['compiled'], r['n'])} | {pct(r['verified'], r['n'])} | "
+                 f"{r.get('repair_tried', 0) if rep_on else 'off'} | "
+                 f"{pct(r.get('verified_after_repair', r['verified']), r['n']) if rep_on else 'off'} | "
+                 f"{r['latency_mean_s']} | "
                  f"{r['tokens_in_mean']} | {r['tokens_out_mean']} | {r['truncated']} |")
     L += ["", "Shares are of all answers (a rejected answer counts as not compiled and not passing).", ""]
     L += ["## How it was measured", ""] + [f"- {n}" for n in NOTES] + [""]
@@ -317,7 +355,7 @@ MUTATIONS = [
 ]
 
 
-def selfcheck(workroot: Path) -> int:
+def selfcheck(workroot: Path, repair_budget: float = 0.0) -> int:
     """The harness on known answers, no model: each source program stripped of its host must
     verify against itself, and a deliberately broken one must fail."""
     bad = 0
@@ -340,6 +378,10 @@ def selfcheck(workroot: Path) -> int:
         print(f"{pair.example:28s} identity {'verified' if ok else 'FAILED'}; mutant {'caught' if fails else 'MISSED'}"
               f"  ({chk.last['substrate']})")
         bad += (not ok) + (not fails)
+        if repair_budget > 0 and fails and chk.last["compiled"]:
+            rep = repair_answer(chk, same, w, repair_budget)
+            print(f"{'':28s} repair: {rep['solver']} sketch={rep['sketch']} verified_after={rep['verified_after']}"
+                  f" ({rep['seconds']} s)")
     return 1 if bad else 0
 
 
@@ -359,12 +401,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out-json", type=Path, default=ROOT / "benchmarks" / "llm_proposer_results.json")
     ap.add_argument("--out-md", type=Path, default=ROOT / "benchmarks" / "LLM_RESULTS.md")
     ap.add_argument("--selfcheck", action="store_true", help="check the test harness only (no model)")
+    ap.add_argument("--repair", type=float, default=0.0, metavar="SECONDS",
+                    help="issue 14: send each answer that builds and fails its test to Z3 sketch repair with this "
+                         "budget, and report verified before and after (0: off)")
     a = ap.parse_args(argv)
 
     workroot = Path(tempfile.mkdtemp(prefix="xp-llmbench-"))
     try:
         if a.selfcheck:
-            return selfcheck(workroot)
+            return selfcheck(workroot, a.repair)
         if a.pairs == "all":
             pairs = PAIRS
         elif a.pairs == "quick":
@@ -387,11 +432,14 @@ def main(argv=None) -> int:
         t0 = time.monotonic()
         for pair in pairs:
             for ret in arms:
-                r = run_pair(proposer, pair, ret, workroot)
+                r = run_pair(proposer, pair, ret, workroot, repair_budget=a.repair)
                 results.append(r)
+                rep = r.get("repair")
                 print(f"{r['pair']:45s} excerpts={'y' if ret else 'n'} {r['verdict']:18s} "
                       f"compiled={int(r['compiled'])} verified={int(r['verified'])} "
-                      f"{r['latency_s']:.1f}s {r['tokens_in']}/{r['tokens_out']} tok", flush=True)
+                      f"{r['latency_s']:.1f}s {r['tokens_in']}/{r['tokens_out']} tok"
+                      + (f" repair={rep['solver']} verified_after={int(rep['verified_after'])}" if rep else ""),
+                      flush=True)
                 # partial results after every call: a long run that is stopped still leaves its numbers
                 write_outputs(a, backend, name, gmeta, llama_cpp.__version__, t_load, time.monotonic() - t0,
                               results, argv, partial=True)
@@ -424,7 +472,7 @@ def write_outputs(a, backend, name, gmeta, llama_version, t_load, wall, results,
                                          "-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_AVX512=ON -DGGML_AVX2=ON "
                                          "-DGGML_FMA=ON -DGGML_F16C=ON"),
             "n_ctx": a.n_ctx, "n_threads": a.threads, "max_tokens": a.max_tokens, "retries": a.retries,
-            "k": a.k, "seeds": [0], "load_s": round(t_load, 1), "wall_s": wall,
+            "k": a.k, "seeds": [0], "repair_budget_s": a.repair, "load_s": round(t_load, 1), "wall_s": wall,
             "substrates": sorted({r["substrate"] for r in results if r["substrate"]}),
             "load_avg_at_end": round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
