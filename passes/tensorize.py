@@ -44,7 +44,10 @@ Parameters: ``target`` (the dialect), ``ops`` (restrict to these instruction nam
 
 C, float32 contraction (gemm / bmm nest) with ``micro="MRxNR"`` (and ``kc``, ``mc``, ``nc``) ->
 the whole nest becomes a cache-blocked, register-tiled AVX-512 kernel (packed A/B panels, an
-MR x NR tile of ``_mm512_fmadd_ps`` accumulators): see :mod:`passes.patterns.x86_gemm`.
+MR x NR tile of ``_mm512_fmadd_ps`` accumulators): see :mod:`passes.patterns.x86_gemm`. The same
+parameters on an int8 / uint8 x int8 -> int32 contraction give the VNNI form (k in groups of 4,
+``_mm512_dpbusd_epi32``; a signed A goes in as ``a + 128`` with ``128 * column sums of B``
+subtracted): see :mod:`passes.patterns.x86_gemm_i8`; the element types pick the form.
 Without ``micro`` a c program gets the loop vectorizer as before.
 """
 from __future__ import annotations
@@ -249,22 +252,43 @@ def _gemm_plan(program, entry, target=None, ops=None, **params):
         func = U.kernel_func(program, entry)
     except KeyError:
         raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
+    tp = {k: v for k, v in params.items() if k in GEMM_PARAMS}
     try:
-        tile = XG.tile_params(**{k: v for k, v in params.items() if k in GEMM_PARAMS})
-        XG.analyse(program, func)
+        form = _gemm_form(program, func)
+        tile = form.tile_params(**tp)
     except XG.Refused as e:
         code = "XP4210" if e.code == "param" else e.code
         raise PassError(NAME, f"register-tiled gemm: {e.why}", e.node if e.node is not None else func, code)
-    if ops and "_mm512_fmadd_ps" not in ops:
-        raise PassError(NAME, "_mm512_fmadd_ps not among the requested ops", func, "XP4002")
-    return func, tile
+    if ops and form.OP not in ops:
+        raise PassError(NAME, f"{form.OP} not among the requested ops", func, "XP4002")
+    return func, tile, form
+
+
+def _gemm_form(program, func):
+    """The register-tiled form the contraction takes: float32 (x86_gemm, FMA) or 8-bit integer
+    (x86_gemm_i8, VNNI); Refused with the reason that names the kernel's types otherwise."""
+    from .patterns import x86_gemm as XG
+    from .patterns import x86_gemm_i8 as XG8
+    try:
+        XG.analyse(program, func)
+        return XG
+    except XG.Refused as e32:
+        try:
+            XG8.analyse(program, func)
+            return XG8
+        except XG.Refused as e8:
+            if not getattr(e8, "read", False):
+                raise e32                  # not an integer contraction: the float form's reason
+            if e8.why.startswith("not an 8-bit"):
+                raise XG.Refused(f"{e32.why}; and {e8.why}", e8.node, e8.code)
+            raise e8
 
 
 def _gemm_apply(program, entry, **params):
     from .patterns import x86_gemm as XG
-    func, tile = _gemm_plan(program, entry, **params)
+    func, tile, form = _gemm_plan(program, entry, **params)
     try:
-        return XG.rewrite_program(program, func, tile)
+        return form.rewrite_program(program, func, tile)
     except XG.Refused as e:
         raise PassError(NAME, f"register-tiled gemm: {e.why}", e.node if e.node is not None else func, e.code)
 
@@ -305,8 +329,7 @@ def apply(program: N.Program, *, entry: str, **params):
 def applied_ops(program: N.Program, entry: str, **params) -> list[str]:
     """Names of the instructions apply() would introduce (for reports and tests)."""
     if _is_gemm(program, params):
-        _gemm_plan(program, entry, **params)
-        return ["_mm512_fmadd_ps", "_mm512_mask_storeu_ps", "_mm512_maskz_loadu_ps", "_mm512_set1_ps"]
+        return list(_gemm_plan(program, entry, **params)[2].OPS)
     if program.dialect in ("cuda", "hip"):
         return [_simt_plan(program, entry, **params)[1]]
     _, sites = _sites(program, entry, **params)
@@ -328,8 +351,12 @@ def candidates(program: N.Program, target: str) -> list[dict]:
             pass
         if target == "c" and program.dialect == "c":
             # the register-tiled gemm (passes/patterns/x86_gemm.py), one step per tile choice
-            from .patterns import x86_gemm as XG
-            for micro, kc in XG.CHOICES:
+            from .patterns.x86_gemm import Refused
+            try:
+                choices = _gemm_form(program, f).CHOICES
+            except Refused:
+                choices = ()
+            for micro, kc in choices:
                 try:
                     check(program, entry=f.name, target=target, micro=micro, kc=kc)
                     out.append({"target": target, "micro": micro, "kc": kc})

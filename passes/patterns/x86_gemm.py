@@ -47,6 +47,9 @@ from . import simt_tile as ST
 CHOICES = (("6x32", 256), ("8x32", 256), ("6x32", 128), ("14x32", 128), ("4x48", 256))
 ZMM = 32
 P = "xg_"
+#: the instruction the form is named by, and every intrinsic it writes (tensorize.applied_ops)
+OP = "_mm512_fmadd_ps"
+OPS = ("_mm512_fmadd_ps", "_mm512_mask_storeu_ps", "_mm512_maskz_loadu_ps", "_mm512_set1_ps")
 
 
 class Refused(Exception):
@@ -148,6 +151,25 @@ class Gemm:
 
 
 def analyse(program, func) -> Gemm:
+    """The float32 contraction of ``func`` (Refused with the reason when it is not one)."""
+    g = read(program, func)
+    ct, root = g.ct, g.root
+    bad = {r: d for r, d in ct.dtypes.items() if d != "float32"}
+    if bad or ct.acc_dtype != "float32":
+        what = ", ".join(f"{r} is {d}" for r, d in bad.items()) or f"the accumulator is {ct.acc_dtype}"
+        raise Refused(f"non-float contraction ({what}): the AVX-512 form is float32 only", root)
+    ld = N.Var(ST.PREFIX + "LOAD")
+    for op, nm in ((ct.op_a, ct.A), (ct.op_b, ct.B)):
+        plain = op == ld or (isinstance(op, N.Cast) and op.expr == ld and U.scalar_dtype(op.type) == "float32")
+        if not plain:
+            raise Refused(f"the operand read from '{nm}' is transformed before the product "
+                          f"({ST._txt(op)}): not a plain float load", root)
+    return g
+
+
+def read(program, func) -> Gemm:
+    """The contraction of ``func``'s single top-level nest, any element type (the forms check
+    the types they take): recogniser, subscripts, unit inner strides, nothing after the nest."""
     root = _root(func)
     # read the OpenMP (or unbound) top-level loop like a bound SIMT loop: same recogniser
     fake = func.with_(body=func.body.with_(stmts=tuple(
@@ -161,16 +183,6 @@ def analyse(program, func) -> Gemm:
                       e.node if getattr(e.node, "loc", None) else root, "XP4002")
     if ct.C in (ct.A, ct.B):
         raise Refused(f"C aliases an operand ('{ct.C}' is read and written)", root)
-    bad = {r: d for r, d in ct.dtypes.items() if d != "float32"}
-    if bad or ct.acc_dtype != "float32":
-        what = ", ".join(f"{r} is {d}" for r, d in bad.items()) or f"the accumulator is {ct.acc_dtype}"
-        raise Refused(f"non-float contraction ({what}): the AVX-512 form is float32 only", root)
-    ld = N.Var(ST.PREFIX + "LOAD")
-    for op, nm in ((ct.op_a, ct.A), (ct.op_b, ct.B)):
-        plain = op == ld or (isinstance(op, N.Cast) and op.expr == ld and U.scalar_dtype(op.type) == "float32")
-        if not plain:
-            raise Refused(f"the operand read from '{nm}' is transformed before the product "
-                          f"({ST._txt(op)}): not a plain float load", root)
     a = _coeffs(ct.a_idx, f"'{ct.A}'", root)
     b = _coeffs(ct.b_idx, f"'{ct.B}'", root)
     c = _coeffs(ct.c_idx, f"'{ct.C}'", root)
@@ -315,11 +327,18 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
 
 def rewrite_program(program, func, t: Tile):
     """The program with ``func``'s contraction nest replaced by the register-tiled form."""
+    g = analyse(program, func)
+    return splice(program, func, g, lambda nest: body_text(g, t, nest), P)
+
+
+def splice(program, func, g: Gemm, make_body, prefix, includes=("<stdlib.h>", "<immintrin.h>")):
+    """``program`` with ``g.root`` (the top-level nest of ``func``) replaced by ``make_body(nest)``,
+    C text that keeps the nest's printed text as its fallback; names starting with ``prefix`` are
+    the form's own."""
     from xpiler.frontend import parse_text
     from xpiler.printers import print_program
-    g = analyse(program, func)
     used = {n.name for n in walk(func) if isinstance(n, (N.Var, N.Decl))} | {p.name for p in func.params}
-    clash = sorted(n for n in used if n.startswith(P))
+    clash = sorted(n for n in used if n.startswith(prefix))
     if clash:
         raise Refused(f"the kernel already uses the name '{clash[0]}' the form declares", g.root)
     marker = N.Raw("/*XP_GEMM*/")
@@ -331,12 +350,11 @@ def rewrite_program(program, func, t: Tile):
     end = max(n for n, ln in enumerate(lines) if ln.strip() == "}")
     nest = "\n".join(ln[4:] if ln.startswith("    ") else ln for ln in lines[start + 1:end])
     text = print_program(program.with_(items=tuple(nf if it is func else it for it in program.items)), "c")
-    body = body_text(g, t, nest)
+    body = make_body(nest)
     text = text.replace("/*XP_GEMM*/", body.replace("\n", "\n    "), 1)
-    if "<stdlib.h>" not in text:
-        text = "#include <stdlib.h>\n" + text
-    if "<immintrin.h>" not in text:
-        text = "#include <immintrin.h>\n" + text
+    for inc in includes:
+        if inc not in text:
+            text = f"#include {inc}\n" + text
     out = parse_text(text, "c", program.file)
     if hasattr(program, "launches"):        # the program's launches travel with it (c has none to size)
         out = out.with_(launches=program.launches)

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""int8 gemm on this CPU, one thread, side by side in one run: PyTorch CPU's oneDNN int8 matmul,
+numpy (int32 matmul) and c outputs of xpiler (each a ``*.c`` file with its ``*.c.toml`` spec).
+
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/gemm_int8_cpu.py LABEL=FILE.c ... \\
+        [--sizes 512,1024] [--repeats 10] [--rounds 5] [--json benchmarks/results/X.json]
+
+The computation compared: A int8 [M][K] times B int8 [K][N], exact products summed in int32
+(C[i][j] = sum_k A[i][k] * B[k][j]). Each c output is built natively (the c platform's build:
+gcc -O2 -march=native -fopenmp), run at M = N = K = size on the inputs its spec generates (seed 0)
+and checked *exactly* against an int64 reference (a mismatch is printed as such), then timed
+inside its harness (3 warm-up calls, median of ``repeats``). A kernel whose C is float32 (the
+bang source's fixed-point matmul writes the int32 sum converted to float) is compared with the
+baseline that converts too.
+
+Baselines, timed in this process on the same A and B:
+
+* ``torch._int_mm(A, B)`` (int8 x int8 -> int32). Which library runs it is found out, not
+  assumed: one call is made in a child process with ``ONEDNN_VERBOSE=1`` and the oneDNN primitive
+  line it prints (e.g. ``gemm_api ... src_s8 wei_s8 dst_s32``) is shown; when no oneDNN line
+  appears, the row is labelled as not oneDNN. The ratios are torch time / kernel time.
+* ``torch._int_mm(A, B).float()`` for float32-output kernels (the same int32 sums, converted).
+* numpy: ``A32 @ B32`` on int32 copies made before timing (numpy has no int8 -> int32 matmul;
+  its integer matmul is a plain loop, not BLAS).
+
+``rounds`` rounds interleave everything; the table gives the median over rounds and its range.
+Prints the load average before and after (the host is shared). ``--json`` writes every round's
+figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")     # before numpy loads OpenBLAS
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+PROBE = """
+import torch
+torch.set_num_threads(1)
+a = torch.ones((64, 64), dtype=torch.int8)
+torch._int_mm(a, a)
+"""
+
+
+def onednn_line() -> str | None:
+    """The oneDNN primitive that ``torch._int_mm`` on int8 CPU tensors executes, or None."""
+    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    r = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    for ln in (r.stdout + r.stderr).splitlines():
+        if ln.startswith(("onednn_verbose", "dnnl_verbose")) and ",exec," in ln:
+            f = ln.split(",")
+            return ",".join(f[3:11])     # engine, primitive, implementation, kind, memory descriptors, ...
+    return None
+
+
+def main() -> int:
+    from cpu_perf import timeit
+    from xpiler.platforms import get_platform
+    from xpiler.platforms.harness import read_outputs, write_job
+    from xpiler.sandbox import run_limited
+    from xpiler.spec import load_spec
+    from xpiler.verify.inputs import make_inputs
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outputs", nargs="+", help="LABEL=path/to/output.c")
+    ap.add_argument("--sizes", default="512")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", default=None, help="write the figures here")
+    a = ap.parse_args()
+    import torch
+    torch.set_num_threads(1)
+    plat = get_platform("c")
+    work = Path(tempfile.mkdtemp(prefix="xpgemm8"))
+    dnnl = onednn_line()
+    tname = "torch._int_mm (oneDNN: " + dnnl + ")" if dnnl else "torch._int_mm (NOT oneDNN: no oneDNN primitive ran)"
+    print(f"substrate: {plat.substrate()} (one thread: OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
+          f"torch.set_num_threads(1), OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}); "
+          f"numpy {np.__version__}, torch {torch.__version__}")
+    print(f"int8 baseline: {tname}")
+    load0 = os.getloadavg()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in load0)}")
+    print(f"rounds: {a.rounds}, each a median of {a.repeats} calls after 3 warm-ups; table: median over rounds")
+    print("| M=N=K | what | C | ms (median) | ms (min–max of rounds) | GOP/s | oneDNN/this | numpy/this | exact |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "substrate": plat.substrate(),
+              "torch": torch.__version__, "numpy": np.__version__, "int8_baseline": tname,
+              "load_before": load0, "rounds": a.rounds, "repeats": a.repeats, "sizes": {}}
+    for size in (int(s) for s in a.sizes.split(",")):
+        flop = 2.0 * size ** 3
+        runs, arrays, notes = [], None, {}
+        for item in a.outputs:
+            label, path = item.split("=", 1)
+            c = Path(path)
+            spec = load_spec(c.with_name(c.name + ".toml"))
+            sizes = dict(spec.sizes)
+            sizes.update({"M": size, "N": size, "K": size})
+            spec.shapes = [{"name": "perf", **sizes}]
+            try:
+                inst = spec.instances(["perf"])[0]
+            except Exception as e:      # e.g. the spec's constraints (K <= 512) exclude this size
+                notes[label] = f"not run: {e}"
+                continue
+            if not inst.sizes or any(inst.sizes.get(k) != size for k in "MNK"):
+                notes[label] = "not run: the spec's constraints exclude this size"
+                continue
+            exe = plat.build(c, spec, work, sanitize=False, timing=a.repeats)
+            arrs = make_inputs(inst, 0)      # seed 0
+            jd = work / f"job-{label.replace(':', '_')}-{size}"
+            write_job(jd, inst, arrs)
+            cname = next(x.name for x in spec.args if x.role == "out")
+            cdt = next(x.dtype for x in spec.args if x.role == "out")
+            runs.append((label, exe, jd, inst, arrs, cname, cdt))
+        if not runs:
+            for k, v in notes.items():
+                print(f"| {size} | {k} | | {v} | | | | | |")
+            continue
+        # the baselines use the first kernel's inputs; every kernel is checked against its own
+        A, B = runs[0][4]["A"], runs[0][4]["B"]
+        assert A.dtype == np.int8 and B.dtype == np.int8, (A.dtype, B.dtype)
+        tA, tB = torch.from_numpy(A), torch.from_numpy(B)
+        A32, B32 = A.astype(np.int32), B.astype(np.int32)
+        ref_t = torch._int_mm(tA, tB).numpy()
+        assert np.array_equal(ref_t, (A.astype(np.int64) @ B.astype(np.int64)).astype(np.int32)), "_int_mm wrong"
+        times = {"onednn": [], "onednn+float": [], "numpy": [], **{r[0]: [] for r in runs}}
+        exact = {}
+        for _ in range(a.rounds):
+            times["onednn"].append(timeit(lambda: torch._int_mm(tA, tB), a.repeats))
+            times["onednn+float"].append(timeit(lambda: torch._int_mm(tA, tB).float(), a.repeats))
+            times["numpy"].append(timeit(lambda: A32 @ B32, a.repeats))
+            for label, exe, jd, inst, arrs, cname, cdt in runs:
+                oc = run_limited([str(exe), str(jd)], timeout_s=600, mem_mb=None,
+                                 env={"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"]})
+                if not oc.ok:
+                    exact[label] = f"RUN FAILED ({oc.reason})"
+                    continue
+                times[label].append(float(re.search(r"xpiler-time-ms: ([0-9.]+)", oc.stdout).group(1)))
+                out = read_outputs(jd, inst)[cname]
+                ref = (arrs["A"].astype(np.int64) @ arrs["B"].astype(np.int64)).astype(np.int32)
+                ok = np.array_equal(out, ref.astype(np.float32) if cdt == "float32" else ref)
+                exact[label] = "yes" if ok else f"NO (max diff {np.max(np.abs(out.astype(np.float64) - ref)):.3g})"
+        med = {k: statistics.median(v) for k, v in times.items() if v}
+        names = {"onednn": "torch._int_mm (s8s8s32)", "onednn+float": "torch._int_mm(...).float()",
+                 "numpy": "numpy A32 @ B32"}
+        rows = []
+        for k in ["onednn", "onednn+float", "numpy"] + [r[0] for r in runs]:
+            cdt = next((r[6] for r in runs if r[0] == k), "int32" if k != "onednn+float" else "float32")
+            if k not in med:
+                print(f"| {size} | {k} | {cdt} | {exact.get(k, '')} | | | | | |")
+                continue
+            base = med["onednn+float"] if cdt == "float32" else med["onednn"]
+            rows.append({"what": names.get(k, k), "C": cdt, "ms_median": med[k], "ms_rounds": times[k],
+                         "onednn_over_this": base / med[k], "numpy_over_this": med["numpy"] / med[k],
+                         "exact": exact.get(k, "-")})
+            print(f"| {size} | {names.get(k, k)} | {cdt} | {med[k]:.3f} | {min(times[k]):.3f}–{max(times[k]):.3f} | "
+                  f"{flop / med[k] / 1e6:.1f} | {base / med[k]:.2f} | {med['numpy'] / med[k]:.2f} | "
+                  f"{exact.get(k, '-')} |")
+        for k, v in notes.items():
+            print(f"| {size} | {k} | | {v} | | | | | |")
+            rows.append({"what": k, "note": v})
+        record["sizes"][str(size)] = rows
+    load1 = os.getloadavg()
+    record["load_after"] = load1
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in load1)}")
+    print("oneDNN/this: the matching oneDNN row (int32 C: torch._int_mm; float32 C: torch._int_mm(...).float()) "
+          "over this row's time; > 1 is faster than oneDNN")
+    if a.json:
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
