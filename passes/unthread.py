@@ -70,6 +70,7 @@ from .base import PassError
 from . import dependence as D
 from . import unthread_shuffle as S
 from . import unthread_warp_rows as WR
+from . import unthread_warp_chain as WC
 from .patterns import common as U
 
 NAME = "unthread"
@@ -502,7 +503,7 @@ def apply(program: N.Program, *, entry: str, **_params) -> N.Program:
     if func is None or func.body is None:
         raise PassError(NAME, f"no function '{entry}'", code="XP4002")
     u = _Unthread(program, func)
-    body = u.block(func.body)
+    body = WC.collapse_rows(u, u.block(func.body))
     if not u.changed:
         raise PassError(NAME, f"'{entry}' has no thread loop striding over a range ('for (c = t; c < n; c += T)')",
                         code="XP4002")

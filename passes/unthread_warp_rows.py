@@ -50,6 +50,7 @@ from xpiler.ir.visit import rewrite, substitute, vars_used, walk
 
 from .base import PassError
 from . import unthread_shuffle as S
+from . import unthread_warp_chain as C
 from .patterns import common as U
 
 NAME = "unthread"
@@ -90,13 +91,17 @@ def _nest(s, macros):
 
 
 def _match(u, s):
-    """The partial nest's parts when ``s`` has its shape (see the module docstring), else None."""
+    """The partial nest's parts when ``s`` has its shape (see the module docstring), else None;
+    the last item is the ``if (!done[..])`` wrapping the body of a later nest of a chain, or None."""
     from .unthread import _body, _is_var
     m = _nest(s, u.macros)
     if m is None:
         return None
     o, i, R, W = m
     items = _body(i.body)
+    wrap = C.flag_wrap(items)
+    if wrap is not None:
+        items = _body(wrap.then)
     if len(items) < 2:
         return None
     c, first = items[-1], items[-2]
@@ -106,7 +111,7 @@ def _match(u, s):
     if not (isinstance(first, N.Assign) and first.op == "=" and isinstance(first.target, N.Index)
             and isinstance(first.target.base, N.Var)):
         return None
-    return o, i, R, W, items[:-2], first, c
+    return o, i, R, W, items[:-2], first, c, wrap
 
 
 def _idx_ok(mach, e, ty, lane, R, W) -> bool:
@@ -155,16 +160,23 @@ def _describe_row(v, w, W, op, init_consts) -> str:
 
 
 def rewrite_block(u, stmts: list) -> list:
-    """The statements with each one-warp-per-row partial + exchange (form 5) turned into row loops."""
-    for i, s in enumerate(stmts):
-        m = _match(u, s)
-        if m is not None:
-            new, end = _one(u, m, stmts, i)
-            return new + rewrite_block(u, stmts[end:])
-    split = _split_block(u, stmts)
-    if split is not None and any(_match(u, s) is not None for s in split):
-        return rewrite_block(u, split)
-    return stmts
+    """The statements with each one-warp-per-row partial + exchange (form 5) turned into row loops;
+    a chain of them (a later partial reading an earlier fold, passes/unthread_warp_chain.py) in
+    order, then the per-lane elementwise nests that read the folds as row loops."""
+    if not any(_match(u, s) is not None for s in stmts):
+        split = _split_block(u, stmts)
+        if split is None or not any(_match(u, s) is not None for s in split):
+            return stmts
+        stmts = split
+    ctx = C.Chain()
+    i = 0
+    while i < len(stmts):
+        m = _match(u, stmts[i])
+        if m is None:
+            i += 1
+            continue
+        stmts, i = _one(u, m, stmts, i, ctx)
+    return C.finish(u, stmts, ctx)
 
 
 def _split_block(u, stmts: list):
@@ -213,22 +225,28 @@ def _split_block(u, stmts: list):
             if _is_var(n, tx):
                 return flat
             return n
-        body = rewrite(lp.body, fn)
-        # an alias 'int lane = l;' (declared once, never assigned) becomes 'l'
-        items = list(body.stmts)
-        for k, x in enumerate(items):
-            if isinstance(x, N.Decl) and _is_var(x.init, ln) and isinstance(x.type, N.Scalar) \
-                    and x.name not in S.written_names(body) \
-                    and sum(1 for n in walk(body) if isinstance(n, N.Decl) and n.name == x.name) == 1:
-                rest = rewrite(N.Block(tuple(items[k + 1:])),
-                               lambda n, a=x.name: N.Var(ln) if _is_var(n, a) else n)
-                items = items[:k] + list(rest.stmts)
-                break
-        body = body.with_(stmts=tuple(items))
+        body = _unalias(rewrite(lp.body, fn), ln)
+        wrap = C.flag_wrap(_body(body))        # (also inside a later nest's 'if (!done[..])')
+        if wrap is not None and isinstance(wrap.then, N.Block):
+            body = body.with_(stmts=tuple(wrap.with_(then=_unalias(wrap.then, ln)) if x is wrap else x
+                                          for x in body.stmts))
         inner = lp.with_(var=ln, hi=U.C(W), body=body)
         out.append(lp.with_(var=ty, hi=U.C(T // W), body=N.Block((inner,))))
         changed = True
     return out if changed else None
+
+
+def _unalias(body: N.Block, ln: str) -> N.Block:
+    """``body`` with an alias ``int lane = ln;`` (declared once, never assigned) replaced by ``ln``."""
+    from .unthread import _is_var
+    items = list(body.stmts)
+    for k, x in enumerate(items):
+        if isinstance(x, N.Decl) and _is_var(x.init, ln) and isinstance(x.type, N.Scalar) \
+                and x.name not in S.written_names(body) \
+                and sum(1 for n in walk(body) if isinstance(n, N.Decl) and n.name == x.name) == 1:
+            rest = rewrite(N.Block(tuple(items[k + 1:])), lambda n, a=x.name: N.Var(ln) if _is_var(n, a) else n)
+            return body.with_(stmts=tuple(items[:k] + list(rest.stmts)))
+    return body
 
 
 def _fresh(u, base: str) -> str:
@@ -239,9 +257,11 @@ def _fresh(u, base: str) -> str:
     return name
 
 
-def _one(u, m, stmts, i):
+def _one(u, m, stmts, i, ctx):
+    """``(stmts, next index)`` with the partial nest ``stmts[i]``, its exchange and the reads of its
+    fold rewritten (see the module docstring); XP4001 when not proven."""
     from .unthread import (_IDEMPOTENT, _IDENTITY, _body, _const_num, _is_var, _pure, _update, _line)
-    o, il, R, W, prefix, first, c = m
+    o, il, R, W, prefix, first, c, wrap = m
     ty, lane = o.var, il.var
     A = first.target.base.name
     where = f"one-warp-per-row reduction into '{A}'{_line(o) or S._line(o)}"
@@ -261,14 +281,15 @@ def _one(u, m, stmts, i):
     mach0 = _Machine("+", ints, decls, u.macros)
     if not _idx_ok(mach0, first.target.index, ty, lane, R, W):
         refuse(f"the partial's index '{S._text(first.target.index)}' is not '{ty} * {W} + {lane}'", first)
-    # the prefix: lane-free pure declarations and at most one early exit
-    guard, pre, post = None, [], []
+    # the prefix: lane-free pure declarations, at most one early exit, and (after it, or inside the
+    # flags' test of a chain's later nest) stores of one lane-free value per warp (C.uniform_store)
+    guard, pre, post, stores = None, [], [], {}
     for x in prefix:
         if isinstance(x, N.Decl) and x.init is not None and _pure(x.init) and lane not in vars_used(x.init) \
                 and x.name not in (ty, lane, A) and isinstance(x.type, (N.Scalar, N.Pointer)):
-            (post if guard is not None else pre).append(x)
+            (post if guard is not None or wrap is not None else pre).append(x)
             continue
-        if guard is None and isinstance(x, N.If) and x.else_ is None:
+        if guard is None and wrap is None and isinstance(x, N.If) and x.else_ is None:
             t = _body(x.then)
             if len(t) == 2 and isinstance(t[1], N.Continue) and isinstance(t[0], N.Assign) and t[0].op == "=" \
                     and isinstance(t[0].target, N.Index) and isinstance(t[0].target.base, N.Var) \
@@ -276,10 +297,33 @@ def _one(u, m, stmts, i):
                     and _idx_ok(mach0, t[0].target.index, ty, lane, R, W):
                 guard = x
                 continue
+        st = C.uniform_store(u, x, decls, ty, lane, R, W, A, mach0, stmts[:i]) if (guard is not None or wrap is not None) \
+            else None
+        if st is not None:
+            if st in stores or st == A:
+                refuse(f"'{st}' is stored twice before the strided loop", x)
+            stores[st] = x
+            post.append(x)
+            continue
         refuse(f"the statement{S._line(x)} before the strided loop is neither a declaration of a value every "
                "lane computes alike nor an early exit 'if (g) { done[ty*W + lane] = 1; continue; }' with 'g' "
                "free of the lane", x)
-    # the strided loop: exactly the update A[idx] = op(A[idx], f)
+    # a store's element is read in this nest only at the lane's own index, after the store
+    for st, x in stores.items():
+        after = prefix[prefix.index(x) + 1:] + [c]
+        for n in walk(N.Block(tuple(after))):
+            if isinstance(n, N.Index) and _is_var(n.base, st) and not _idx_ok(mach0, n.index, ty, lane, R, W):
+                refuse(f"'{S._text(n)}'{S._line(c)} is not the lane's own element of '{st}'", c)
+        if any(st in vars_used(y) for y in prefix[:prefix.index(x)]):
+            refuse(f"'{st}' is read before its store{S._line(x)}", x)
+    srows = {st: u._hoist_name(st + "_row", o) for st in stores}
+
+    def st_rows(n):
+        if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in srows:
+            return N.Index(N.Var(srows[n.base.name]), N.Var(ty))
+        return n
+    c = rewrite(c, st_rows)
+    # the strided loop: scalar declarations, then exactly the update A[idx] = op(A[idx], f)
     probe = "\u0000acc"
 
     def to_acc(n):
@@ -287,17 +331,22 @@ def _one(u, m, stmts, i):
             return N.Var(probe)
         return n
     cb = _body(c.body)
-    up = _update(rewrite(cb[0], to_acc), probe) if len(cb) == 1 else None
-    if up is None or c.binding is not None or c.cmp != "<":
+    up = _update(rewrite(cb[-1], to_acc), probe) if cb else None
+    cdecls = cb[:-1]
+    if up is None or c.binding is not None or c.cmp != "<" or not all(
+            isinstance(x, N.Decl) and isinstance(x.type, N.Scalar) and x.init is not None for x in cdecls):
         refuse(f"the strided loop '{c.var}'{S._line(c)} must be exactly the update "
-               f"'{S._text(first.target)} = op({S._text(first.target)}, f)'", c)
+               f"'{S._text(first.target)} = op({S._text(first.target)}, f)' (after scalar declarations)", c)
     op, f = up
     init = first.value
-    used = vars_used(f) | vars_used(c.hi) | vars_used(init)
-    if lane in used or A in vars_used(f) or A in vars_used(init) or not _pure(init) or ty in vars_used(init):
+    used = vars_used(f) | vars_used(c.hi) | vars_used(init) | set().union(*(vars_used(x.init) for x in cdecls))
+    if lane in used or A in vars_used(f) or A in vars_used(init) or not _pure(init) or ty in vars_used(init) \
+            or any(A in vars_used(x.init) or x.name in (A, ty, lane) for x in cdecls):
         refuse(f"the partial's initial value, 'f' or the bound read the lane or '{A}'", c)
     try:
         S._effect_free(f)
+        for x in cdecls:
+            S._effect_free(x.init)
     except S.Refuse as r:
         refuse(r.why, c)
     if c.var in S.written_names(c.body) or vars_used(c.hi) & S.written_names(c.body):
@@ -307,8 +356,16 @@ def _one(u, m, stmts, i):
         if v is None or v != _IDENTITY[op]:
             refuse(f"with '{op}' the initial value must be the identity {_IDENTITY[op]}", first)
     init_consts = frozenset({float(_const_num(init))}) if isinstance(_const_num(init), (int, float)) else frozenset()
-    # the early-exit flags: set to 0 by one thread loop before, written nowhere else
+    # the early-exit flags: set to 0 by one thread loop before, written nowhere else (a later nest of
+    # a chain tests flags an earlier nest's early exit proved to be set per whole warp)
     flag_names, configs = {}, [frozenset()]
+    if wrap is not None:
+        done = C.wrap_flag(wrap)
+        if ctx.flags.get(done) != (R, W) or not _idx_ok(mach0, wrap.cond.operand.index, ty, lane, R, W):
+            refuse(f"'{S._text(wrap.cond)}'{S._line(wrap)} does not test flags that an earlier early exit of "
+                   f"this block set per whole warp of {W} lanes", wrap)
+        flag_names[done] = None
+        configs = [frozenset(w for w, out in enumerate(bits) if out) for bits in product((0, 1), repeat=R)]
     if guard is not None:
         done = _body(guard.then)[0].target.base.name
         dd = decls.get(done)
@@ -376,106 +433,70 @@ def _one(u, m, stmts, i):
             refuse(f"with warps {sorted(g)} leaving early the exchange stores {mg.stored_top or 'a scalar'}")
         results[g] = mg
     scratch = set().union(*(m.written for m in results.values())) - {A}
-    # the tail: one nest over (ty', lane') reading A; A used nowhere after it
-    tail = stmts[end]
-    tm = _nest(tail, u.macros)
-    if tm is None or tm[2] != R or tm[3] != W:
-        refuse(f"the statement{S._line(tail)} after the exchange is not a thread nest over {R} x {W}", tail)
-    to, ti = tm[0], tm[1]
-    if A in S.written_names(tail) or any(A in vars_used(x) for x in stmts[end + 1:]) \
-            or any(isinstance(n, N.Decl) and n.name in (to.var, ti.var, A) for n in walk(ti.body)):
-        refuse(f"'{A}' is written in the tail, read after it, or the tail redeclares its indices", tail)
     for name in scratch:
-        if any(name in vars_used(x) for x in stmts[:i] + stmts[end:] if not (isinstance(x, N.Decl) and x.name == name)):
-            refuse(f"'{name}' is written by the exchange and used elsewhere", tail)
+        if any(name in vars_used(x) for x in stmts[:i] if not (isinstance(x, N.Decl) and x.name == name)):
+            refuse(f"'{name}' is written by the exchange and used before it", stmts[end])
         if not any(isinstance(x, N.Decl) and x.name == name for x in stmts[:i]):
-            refuse(f"'{name}' (written by the exchange) is not declared in this block", tail)
-    reads = []                      # (Index node, [conditions that must hold])
-
-    def collect(x, conds):
-        if isinstance(x, N.If):
-            collect_e(x.cond, conds)
-            collect(x.then, conds + [x.cond])
-            if x.else_ is not None:
-                collect(x.else_, conds + [N.UnOp("!", x.cond)])
-            return
-        if isinstance(x, N.Block):
-            for y in x.stmts:
-                collect(y, conds)
-            return
-        if isinstance(x, (N.For, N.CFor, N.While)):
-            if A in vars_used(x):
-                refuse(f"'{A}' is read inside a loop of the tail{S._line(x)}", x)
-            return
-        collect_e(x, conds)
-
-    def collect_e(x, conds):
-        for n in walk(x):
-            if isinstance(n, N.Index) and _is_var(n.base, A):
-                reads.append((n, conds))
-            elif isinstance(n, N.Var) and n.name == A and not any(n is r.base for r, _ in reads):
-                pass
-    collect(ti.body, [])
-    n_reads = sum(1 for n in walk(ti.body) if isinstance(n, N.Var) and n.name == A)
-    if n_reads != len(reads) or not reads:
-        refuse(f"'{A}' is used in the tail other than as elements", tail)
-    for g, mg in results.items():
-        for a, b in product(range(R), range(W)):
-            sc = [{to.var: ("int", a), ti.var: ("int", b)}]
-            for r, conds in reads:
-                live = True
-                for cnd in conds:
-                    try:
-                        if not mg.ival(cnd, sc):
-                            live = False
-                            break
-                    except S.Refuse:
-                        pass          # not a constant here: possibly true
-                if not live:
-                    continue
-                if a in g:
-                    refuse(f"'{S._text(r)}'{S._line(r)} can be read by warp {a}, which left early", r)
-                try:
-                    k = mg.ival(r.index, sc)
-                except S.Refuse as e:
-                    refuse(f"the index of '{S._text(r)}' is not a constant for one thread ({e.why})", r)
-                if not _row_full(mg.arrays.get(A, {}).get(k), a, W, op, init_consts):
-                    v = mg.arrays.get(A, {}).get(k)
-                    what = _describe_row(v, a, W, op, init_consts)
-                    refuse(f"'{S._text(r)}'{S._line(r)} read by thread ({a}, {b}) is element {k}, which is not the "
-                           f"fold of warp {a}'s {W} partials ({what})", r)
-    # the rewrite
+            refuse(f"'{name}' (written by the exchange) is not declared in this block", stmts[end])
+    # every read after the region of what it wrote (until written again) must be the row's fold
+    # (replaced by A_row[ty]); of a store, the lane's own element (replaced by st_row[ty])
     acc = u._hoist_name(A + "_acc", o)
     row = u._hoist_name(A + "_row", o)
+    rows = {name: row for name in scratch | {A}}
+    folds = {name: (lambda mg, k, a, b, name=name: None if _row_full(mg.arrays.get(name, {}).get(k), a, W, op,
+                                                                        init_consts)
+                    else "not the fold of warp {}'s {} partials ({})".format(
+                        a, W, _describe_row(mg.arrays.get(name, {}).get(k), a, W, op, init_consts)))
+             for name in scratch | {A}}
+    owns = {st: (lambda mg, k, a, b: None if k == a * W + b else f"not the lane's own element {a * W + b}")
+            for st in stores}
+    rest = C.prove_reads(u, stmts[end:], {**folds, **owns}, {**rows, **srows}, R, W, results, refuse)
+    # the rewrite
     elem = d.type.elem
-    cnew = c.with_(lo=U.C(0), step=U.C(1), body=N.Block((rewrite(cb[0], lambda n: N.Var(acc)
-                   if isinstance(n, N.Index) and _is_var(n.base, A)
-                   and S._text(n.index) == S._text(first.target.index) else n),)))
+
+    def to_rows(n):
+        if isinstance(n, N.Index) and _is_var(n.base, A) and S._text(n.index) == S._text(first.target.index):
+            return N.Var(acc)
+        return st_rows(n)
+    cnew = c.with_(lo=U.C(0), step=U.C(1), body=rewrite(c.body, to_rows))
     body = []
     if guard is not None:
         body.append(il.with_(body=N.Block(tuple(pre) + (guard,))))
         body += list(pre) + [N.If(guard.cond, N.Block((N.Continue(),)))]
-    rest = list(post) + [N.Decl(acc, elem, init), cnew, N.Assign(N.Index(N.Var(row), N.Var(ty)), "=", N.Var(acc))]
+    rest_row = [rewrite(x, to_rows) for x in post] + [N.Decl(acc, elem, init), cnew,
+                                                       N.Assign(N.Index(N.Var(row), N.Var(ty)), "=", N.Var(acc))]
     # a pointer declared again elsewhere in the kernel (the tail's 'xr') gets its own name in the row
     # loop: a renaming of a local, for tensorize's buffer facts, which skip names declared twice
     declared = Counter(n.name for n in walk(u.func.body) if isinstance(n, N.Decl))
-    for k, x in enumerate(rest):
+    for k, x in enumerate(rest_row):
         if isinstance(x, N.Decl) and isinstance(x.type, N.Pointer) and declared[x.name] > 1:
             nm = _fresh(u, x.name + "_r")
-            after = substitute(N.Block(tuple(rest[k + 1:])), {x.name: N.Var(nm)})
-            rest = rest[:k] + [x.with_(name=nm)] + list(after.stmts)
-    body += rest
+            after = substitute(N.Block(tuple(rest_row[k + 1:])), {x.name: N.Var(nm)})
+            rest_row = rest_row[:k] + [x.with_(name=nm)] + list(after.stmts)
+    if wrap is not None:
+        w0 = N.Index(N.Var(C.wrap_flag(wrap)), N.BinOp("*", N.Var(ty), U.C(W)))
+        body.append(N.If(N.UnOp("!", w0), N.Block(tuple(rest_row))))
+    else:
+        body += rest_row
     new_nest = o.with_(body=N.Block(tuple(body)))
-    new_tail = rewrite(tail, lambda n: N.Index(N.Var(row), N.Var(to.var))
-                       if isinstance(n, N.Index) and _is_var(n.base, A) else n)
+    if guard is not None:
+        ctx.first = (new_nest, _body(guard.then)[0].target.base.name, W)
+    else:
+        ctx.later.append(new_nest)
     head = []
     for x in stmts[:i]:
-        if isinstance(x, N.Decl) and x.name in scratch:
-            continue
         if x is d:
             head.append(N.Decl(row, N.Array(elem, (U.C(R),))))
             continue
+        if isinstance(x, N.Decl) and x.name in stores:
+            head.append(N.Decl(srows[x.name], N.Array(x.type.elem, (U.C(R),))))
+            ctx.gone.add(x.name)
+            continue
         head.append(x)
+    ctx.gone |= scratch | {A}
+    if guard is not None:
+        ctx.flags[_body(guard.then)[0].target.base.name] = (R, W)
+    ctx.rows += 1
     u.new_loops.append((c.var, {acc}, c))
     u.changed = True
-    return head + [new_nest, new_tail], end + 1
+    return head + [new_nest] + rest, len(head) + 1

@@ -80,9 +80,13 @@ def test_rmsnorm_1d_thread_loop_is_split_into_warps_and_verifies(tmp_path):
     q = unthread.apply(p, entry="rmsnorm")
     body = _body(q, "rmsnorm")
     assert "xpd_xch" not in body and "sq[" not in body
-    assert "for (int tx_w = 0; tx_w < 4; ++tx_w)" in body and "for (int c = 0; c < cols; ++c)" in body
-    # the row loop's pointer gets its own name (the tail declares 'xr' again)
-    assert "const float *xr_r = x + (long)row * cols;" in body and "sq_acc += xr_r[c] * xr_r[c];" in body and "sqrtf(sq_row[tx_w2] / (float)cols + eps)" in body
+    # the output nest becomes a row loop too (passes/unthread_warp_chain.py), fused with the sum's, and
+    # the block loop with the warp loop: one loop over the rows
+    assert "for (int row = 0; row < rows; ++row)" in body and "for (int c = 0; c < cols; ++c)" in body
+    assert "done" not in body and "+= WARP" not in body and "for (int c_1 = 0; c_1 < cols; ++c_1)" in body
+    # the row loop's pointer gets its own name (the tail declares 'xr' again), then the tail's equal one goes
+    assert "const float *xr_r = x + (long)row * cols;" in body and "sq_acc += xr_r[c] * xr_r[c];" in body
+    assert "sqrtf(sq_rowv / (float)cols + eps)" in body and "yr[c_1] = xr_r[c_1] * rrms * gamma[c_1];" in body
     v = _verify_c(tmp_path, q, RMSNORM_CU, sp)
     assert v.verified, v.failures[:1]
 
