@@ -286,6 +286,8 @@ def _fuse(u, stmts: list, ctx: Chain) -> list:
     ty = first.var
     items = _body(first.body)
     lanes = items[0]
+    if not (isinstance(lanes, N.For) and S.written_names(lanes) == {done}):
+        return stmts
     body = list(items[1:])
     decls = {x.name: x for x in body if isinstance(x, N.Decl)}
     for lp in laters:

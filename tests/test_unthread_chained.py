@@ -85,3 +85,18 @@ def _refused_any(tmp_path, edits):
     src = _variant(tmp_path, LAYERNORM_HIP, edits)
     p, _ = _recovered(src)
     unthread.apply(p, entry="layernorm")
+
+
+def test_a_chain_whose_rows_conflict_stays_unfused(tmp_path):
+    # the max of every row also reads row 0 of y, which the write phase of row 0 stores: running each
+    # row's phases together would let row 1 read the new y (Z3 finds the anti dependence), so the
+    # phases stay separate row loops over the block's warps (not run: y is an output the tester fills
+    # with NaN, so this kernel's result is NaN either way)
+    from test_unthread_warp_rows import _variant
+    src = _variant(tmp_path, SOFTMAX_SHFL, [("m = fmaxf(m, xr[c]);", "m = fmaxf(m, xr[c] + y[c]);")])
+    p, sp = _recovered(src)
+    q = unthread.apply(p, entry="softmax")
+    body = _body(q, "softmax")
+    assert "for (int row = 0; row < rows; ++row)" not in body and "if (!done[tx_w2 * 32])" in body
+    assert "xpd_xch" not in body and "m_acc = fmaxf(m_acc, xr_r[c] + y[c]);" in body
+    assert "for (int c_2 = 0; c_2 < cols; ++c_2)" in body       # the write nest is still one loop per row
