@@ -24,6 +24,7 @@ from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
 from .outdir import MARKER as OUT_MARKER, OutDir, migration_inputs, migration_outputs
 from .pipeline import REQUIRE, plans as default_plans
+from ..schedule.plans import Outcome, PlanStart, PlanStrategy, Proposal
 from ..schedule.step import StepContext, apply_step
 from .stage import Stage, Step
 
@@ -737,131 +738,127 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
 
     bind_input = None   # the program the adopted binding step started from (the tuner's search root)
     refusals: list = []  # (pass, PassError, dialect of the program it refused): the XP4004 reason
-    all_plans = [plan] if pipeline else default_plans(sspec.dialect, to)
     source_stage = stage
-    k_base = 0
-    for plan_no, plan in enumerate(all_plans):
-        if verified_stage is not None:
-            break
-        if out_of_time is None and time.time() >= deadline:
-            out_of_time = f"the budget of {budget:g} s ran out before plan {plan_no + 1} of {len(all_plans)}"
-        if out_of_time is not None:
-            left = [f"plan {i + 1} ({', '.join(n for n, _ in p)})" for i, p in enumerate(all_plans[plan_no:], plan_no)]
-            diags.append(XPError("XP4020", what=f"{out_of_time}; not tried: {'; '.join(left)}"))
-            log.event("note", what="budget spent", cut=out_of_time, not_tried=left)
-            break
-        if plan_no:
-            log.event("note", what="next plan", plan=plan_no, passes=[p for p, _ in plan])
-            say(f"trying plan {plan_no + 1}/{len(all_plans)}")
-        stage = source_stage
-        steps.clear()
-        if any(p.get(REQUIRE) for _, p in plan):
-            why_not = probe(plan)
-            if why_not:
-                log.event("note", what="plan skipped", plan=plan_no, why=why_not)
-                continue
-            plan = [(n, {key: v for key, v in p.items() if key != REQUIRE}) for n, p in plan]
-        for k, (pname, pparams) in enumerate(plan, start=k_base):
-            if time.time() >= deadline:
-                out_of_time = f"the budget of {budget:g} s ran out at step {k + 1}"
-                left = ", ".join(n for n, _ in plan[k - k_base:])
-                diags.append(XPError("XP4020", what=f"{out_of_time}; passes not run: {left}"))
-                log.event("note", what="budget spent", cut=out_of_time, passes_not_run=left.split(", "))
-                break
-            say(f"pass {k + 1}/{len(plan)}: {pname}")
-            candidates: list[tuple[Stage, str, bool]] = []
-            sym_error = None
-            try:
-                sym = run_symbolic(k, pname, pparams, stage)
-            except ImportError as e:
-                diags.append(XPError("XP4002", pass_name=pname, why=f"not available ({e})"))
-                continue
-            except PassError as e:
-                sym, sym_error = None, e
-                refusals.append((pname, e, stage.dialect))
-                log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
-                          why=e.why)
-            if policy is not None and k >= done_steps:
-                from ..frontend import parse_text
-                from ..proposers.protocol import PassContext
-                out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
-                ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=kspec,
-                                  params=dict(pparams), parse=lambda t, d: parse_text(t, d), seed=seed)
-                try:
-                    llm_cands = policy.llm.propose(pname, stage.text, out_dialect, ctx) if policy.llm else []
-                except Exception as e:  # a failing backend is a failed candidate, never a dead migration
-                    log.event("note", what="llm_error", pass_name=pname, error=f"{type(e).__name__}: {e}")
-                    llm_cands = []
-                llm_err = getattr(policy.llm, "last_error", None) if not llm_cands else None
-                if llm_err:  # the endpoint, not the tests, dropped the LLM step: say which way
-                    what = {"timeout": "the endpoint timed out", "budget": "the time budget is spent",
-                            "http_error": "the endpoint answered with an HTTP error"}.get(llm_err["kind"],
-                                                                                       llm_err["kind"])
-                    detail = llm_err["detail"].removeprefix("the migration's time budget is spent: ")
-                    diags.append(XPError("XP4021", pass_name=pname,
-                                         why=f"{what} after {llm_err['latency_s']:.1f} s ({detail})"))
-                for c in llm_cands:
-                    try:
-                        cprog = parse_text(c.program_text, out_dialect, f"<llm:{pname}>")
-                    except XPError as e:
-                        log.event("note", what="llm_candidate_rejected", pass_name=pname, code=e.code)
-                        continue
-                    # the model answers with text: the launch is the symbolic step's (else the input's)
-                    cst = Stage(cprog.with_(launches=(sym or stage).program.launches), out_dialect, stage.entry,
-                                stage.steps)
-                    cst.text = _printer(out_dialect)(cprog)
-                    candidates.append((cst, c.proposer, True))
-                if proposer == "llm":
-                    candidates += [(sym, "symbolic", False)] if sym else []
-                else:
-                    candidates = ([(sym, "symbolic", False)] if sym else []) + candidates
-            elif sym is not None:
-                candidates = [(sym, "symbolic", False)]
-            if not candidates:
-                if sym_error is not None and sym_error.code != "XP4002":
-                    diags.append(sym_error)
-                continue
-            adopted = False
-            for new, who, in_log in candidates:
-                v = try_candidate(k, pname, pparams, stage, new, who, in_log)
-                if v is None:
-                    adopted = True  # nothing changed
-                    break
-                if not v.verified and repair and new.dialect == to:
-                    fixed = repair_candidate(k, pname, who, new, v)
-                    if fixed is not None:
-                        new, v = fixed
-                if v.verified:
-                    step = Step(pname, pparams, who, stage.hash, new.hash)
-                    new.steps = stage.steps + (step,)
-                    steps.append(step)
-                    if pname == "binding" and to in ("cuda", "hip") and who == "symbolic":
-                        diags.extend(_runtime_array_notes(stage, to, kspec, params))
-                    if pname == "binding" and who == "symbolic" and stage.dialect != to:
-                        bind_input = stage   # --tune also searches binding's parameters from here
-                    stage, verdict = new, v
-                    if stage.dialect == to:
-                        verified_stage = stage
-                    adopted = True
-                    break
-                verdict = verdict or v
-                if new.dialect == to:
-                    best_failing = (new, v)
-            if not adopted:
-                last = candidates[-1]
-                lv = tested.get(last[0].hash)
-                cut = next((f for f in lv.failures if f.code == "XP4020"), None) if lv else None
-                if cut is not None:   # the budget, not the program, ended this test: no verdict on the step
-                    why = cut.message.removeprefix("time budget spent: ")
-                    out_of_time = f"the test of the program after {pname} was cut"
-                    left = ", ".join(n for n, _ in plan[k - k_base + 1:]) or "none"
-                    diags.append(XPError("XP4020", what=f"the test of the program after {pname} was cut ({why}), "
-                                                        f"so that step is not taken; passes not run: {left}"))
-                    break
-                diags.append(XPError("XP4003", pass_name=pname,
-                                     why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
 
-        k_base += len(plan)
+    def take_step(prop: Proposal) -> Outcome:
+        """The evaluator of one proposed step: the symbolic rewrite and the LLM's candidates are
+        tested in turn (a failing target-dialect candidate goes to repair first); the first that
+        verifies is adopted."""
+        nonlocal stage, verdict, verified_stage, best_failing, bind_input
+        k, pname, pparams = prop.k, prop.pass_name, prop.params
+        say(f"pass {k + 1}/{prop.plan_len}: {pname}")
+        candidates: list[tuple[Stage, str, bool]] = []
+        sym_error = None
+        try:
+            sym = run_symbolic(k, pname, pparams, stage)
+        except ImportError as e:
+            diags.append(XPError("XP4002", pass_name=pname, why=f"not available ({e})"))
+            return Outcome(verified_stage is not None)
+        except PassError as e:
+            sym, sym_error = None, e
+            refusals.append((pname, e, stage.dialect))
+            log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
+                      why=e.why)
+        if policy is not None and k >= done_steps:
+            from ..frontend import parse_text
+            from ..proposers.protocol import PassContext
+            out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
+            ctx = PassContext(entry=stage.entry, source_dialect=stage.dialect, out_dialect=out_dialect, spec=kspec,
+                              params=dict(pparams), parse=lambda t, d: parse_text(t, d), seed=seed)
+            try:
+                llm_cands = policy.llm.propose(pname, stage.text, out_dialect, ctx) if policy.llm else []
+            except Exception as e:  # a failing backend is a failed candidate, never a dead migration
+                log.event("note", what="llm_error", pass_name=pname, error=f"{type(e).__name__}: {e}")
+                llm_cands = []
+            llm_err = getattr(policy.llm, "last_error", None) if not llm_cands else None
+            if llm_err:  # the endpoint, not the tests, dropped the LLM step: say which way
+                what = {"timeout": "the endpoint timed out", "budget": "the time budget is spent",
+                        "http_error": "the endpoint answered with an HTTP error"}.get(llm_err["kind"],
+                                                                                   llm_err["kind"])
+                detail = llm_err["detail"].removeprefix("the migration's time budget is spent: ")
+                diags.append(XPError("XP4021", pass_name=pname,
+                                     why=f"{what} after {llm_err['latency_s']:.1f} s ({detail})"))
+            for c in llm_cands:
+                try:
+                    cprog = parse_text(c.program_text, out_dialect, f"<llm:{pname}>")
+                except XPError as e:
+                    log.event("note", what="llm_candidate_rejected", pass_name=pname, code=e.code)
+                    continue
+                # the model answers with text: the launch is the symbolic step's (else the input's)
+                cst = Stage(cprog.with_(launches=(sym or stage).program.launches), out_dialect, stage.entry,
+                            stage.steps)
+                cst.text = _printer(out_dialect)(cprog)
+                candidates.append((cst, c.proposer, True))
+            if proposer == "llm":
+                candidates += [(sym, "symbolic", False)] if sym else []
+            else:
+                candidates = ([(sym, "symbolic", False)] if sym else []) + candidates
+        elif sym is not None:
+            candidates = [(sym, "symbolic", False)]
+        if not candidates:
+            if sym_error is not None and sym_error.code != "XP4002":
+                diags.append(sym_error)
+            return Outcome(verified_stage is not None)
+        adopted = False
+        for new, who, in_log in candidates:
+            v = try_candidate(k, pname, pparams, stage, new, who, in_log)
+            if v is None:
+                adopted = True  # nothing changed
+                break
+            if not v.verified and repair and new.dialect == to:
+                fixed = repair_candidate(k, pname, who, new, v)
+                if fixed is not None:
+                    new, v = fixed
+            if v.verified:
+                step = Step(pname, pparams, who, stage.hash, new.hash)
+                new.steps = stage.steps + (step,)
+                steps.append(step)
+                if pname == "binding" and to in ("cuda", "hip") and who == "symbolic":
+                    diags.extend(_runtime_array_notes(stage, to, kspec, params))
+                if pname == "binding" and who == "symbolic" and stage.dialect != to:
+                    bind_input = stage   # --tune also searches binding's parameters from here
+                stage, verdict = new, v
+                if stage.dialect == to:
+                    verified_stage = stage
+                adopted = True
+                break
+            verdict = verdict or v
+            if new.dialect == to:
+                best_failing = (new, v)
+        if not adopted:
+            last = candidates[-1]
+            lv = tested.get(last[0].hash)
+            cut = next((f for f in lv.failures if f.code == "XP4020"), None) if lv else None
+            if cut is not None:   # the budget, not the program, ended this test: no verdict on the step
+                why = cut.message.removeprefix("time budget spent: ")
+                left = ", ".join(prop.later) or "none"
+                diags.append(XPError("XP4020", what=f"the test of the program after {pname} was cut ({why}), "
+                                                    f"so that step is not taken; passes not run: {left}"))
+                return Outcome(verified_stage is not None, cut=f"the test of the program after {pname} was cut")
+            diags.append(XPError("XP4003", pass_name=pname,
+                                 why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
+        return Outcome(verified_stage is not None)
+
+    # the driver: a loop over strategy -> step -> evaluator (xpiler/schedule/plans.py)
+    strategy = PlanStrategy([plan] if pipeline else default_plans(sspec.dialect, to), probe=probe,
+                            deadline=deadline, budget=budget, log=log, diags=diags, out_of_time=out_of_time)
+    run = strategy.run()
+    outcome = None
+    while True:
+        try:
+            event = run.send(outcome)
+        except StopIteration:
+            break
+        outcome = None
+        if isinstance(event, PlanStart):
+            if event.plan_no:
+                log.event("note", what="next plan", plan=event.plan_no, passes=event.passes)
+                say(f"trying plan {event.plan_no + 1}/{len(strategy.plans)}")
+            stage = source_stage
+            steps.clear()
+            continue
+        outcome = take_step(event)
+    k_base = strategy.k_base
 
     if tune and verified_stage is not None and verified_stage.dialect == to:
         def make_job(st: Stage, tag: str, source: str, sizes):

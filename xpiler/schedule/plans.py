@@ -1,0 +1,106 @@
+"""Today's fixed plans as a search strategy (issue 13: "today's plans become one strategy").
+
+A strategy tells the driver which step to evaluate next and learns what came of it; the driver
+(:func:`xpiler.migration.driver.migrate`) is a loop over strategy, step and evaluator::
+
+    run = strategy.run()
+    outcome = None
+    while (event := run.send(outcome)) is not None: ...
+
+:class:`PlanStrategy` walks the plans of ``xpiler/migration/pipeline.py`` in order: each plan
+from the source program, its steps in order, the next plan only while no program in the target
+dialect has verified. A plan with a ``require``d step is probed first (its passes applied
+without tests) and skipped when that step does not apply. The time budget is a wall-clock cap:
+a plan or a step that would start after it is not started, and what was not tried is said
+(XP4020) and logged. :class:`~xpiler.schedule.mcts.MCTS` is the other strategy (``--tune``),
+searching from the verified program the plans reached.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Generator
+
+from ..diagnostics import XPError
+
+
+@dataclass
+class PlanStart:
+    """The driver starts again from the source program (a new plan)."""
+    plan_no: int
+    passes: list
+
+
+@dataclass
+class Proposal:
+    """One step to evaluate on the current program: ``k`` numbers it across plans (the log's
+    ``step``), ``later`` names the plan's passes after it."""
+    k: int
+    pass_name: str
+    params: dict
+    plan_no: int
+    plan_len: int
+    later: list = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    """What the driver's evaluation of a proposal came to: ``reached_target`` once a program in
+    the target dialect has verified (sticky for the rest of the migration); ``cut`` when the
+    budget, not the program, ended the step's test (the plan stops there)."""
+    reached_target: bool = False
+    cut: str | None = None
+
+
+class PlanStrategy:
+    name = "plans"
+
+    def __init__(self, plans: list, *, probe: Callable, deadline: float, budget: float, log, diags: list,
+                 out_of_time: str | None = None):
+        self.plans = plans
+        self.probe = probe            # plan -> why it is not worth running, or None
+        self.deadline = deadline
+        self.budget = budget
+        self.log = log
+        self.diags = diags
+        self.out_of_time = out_of_time   # what the budget cut, once it is spent
+        self.k_base = 0                  # steps numbered so far (the next step's number)
+
+    def run(self) -> Generator:
+        from ..migration.pipeline import REQUIRE   # (xpiler.migration imports the driver, which imports this)
+        reached = False
+        for plan_no, plan in enumerate(self.plans):
+            if reached:
+                return
+            if self.out_of_time is None and time.time() >= self.deadline:
+                self.out_of_time = (f"the budget of {self.budget:g} s ran out before plan {plan_no + 1} "
+                                    f"of {len(self.plans)}")
+            if self.out_of_time is not None:
+                left = [f"plan {i + 1} ({', '.join(n for n, _ in p)})"
+                        for i, p in enumerate(self.plans[plan_no:], plan_no)]
+                self.diags.append(XPError("XP4020", what=f"{self.out_of_time}; not tried: {'; '.join(left)}"))
+                self.log.event("note", what="budget spent", cut=self.out_of_time, not_tried=left)
+                return
+            yield PlanStart(plan_no, [p for p, _ in plan])
+            if any(p.get(REQUIRE) for _, p in plan):
+                why_not = self.probe(plan)
+                if why_not:
+                    self.log.event("note", what="plan skipped", plan=plan_no, why=why_not)
+                    continue   # a skipped plan numbers no steps
+                plan = [(n, {key: v for key, v in p.items() if key != REQUIRE}) for n, p in plan]
+            for i, (pname, pparams) in enumerate(plan):
+                k = self.k_base + i
+                if time.time() >= self.deadline:
+                    self.out_of_time = f"the budget of {self.budget:g} s ran out at step {k + 1}"
+                    left = ", ".join(n for n, _ in plan[i:])
+                    self.diags.append(XPError("XP4020", what=f"{self.out_of_time}; passes not run: {left}"))
+                    self.log.event("note", what="budget spent", cut=self.out_of_time,
+                                   passes_not_run=left.split(", "))
+                    break
+                outcome = yield Proposal(k, pname, pparams, plan_no, len(plan), [n for n, _ in plan[i + 1:]])
+                outcome = outcome or Outcome()
+                reached = reached or outcome.reached_target
+                if outcome.cut is not None:
+                    self.out_of_time = outcome.cut
+                    break
+            self.k_base += len(plan)
