@@ -52,6 +52,7 @@ class Chain:
         self.flags: dict = {}        # early-exit flag array -> (R, W): set per whole warp
         self.gone: set = set()       # names that must have no use left once the block is rewritten
         self.rows = 0                # reductions rewritten
+        self.start = None            # the first row loop written (elementwise nests after it become rows)
         self.first = None            # (row loop, flag array, W) of the reduction with the early exit
         self.later: list = []        # the row loops wrapped in 'if (!done[ty*W])' after it
 
@@ -198,7 +199,8 @@ def finish(u, stmts: list, ctx: Chain) -> list:
             raise PassError(NAME, f"'{name}' is written by a warp-shuffle exchange and used{S._line(left[0])} "
                                   "after the block's exchanges are rewritten, where it does not hold a fold",
                             left[0])
-    out = [_flatten_lanes(u, x, ctx) for x in out]
+    k0 = next(k for k, x in enumerate(out) if x is ctx.start)
+    out = out[:k0 + 1] + [_flatten_lanes(u, x, ctx) for x in out[k0 + 1:]]
     return _fuse(u, out, ctx)
 
 
@@ -294,13 +296,22 @@ def _fuse(u, stmts: list, ctx: Chain) -> list:
         w = _body(lp.body)
         if len(w) != 1 or not isinstance(w[0], N.If) or w[0].else_ is not None or lp.hi != first.hi:
             return stmts
+        if any(isinstance(n, N.Decl) and n.name == ty for n in walk(w[0].then)):
+            return stmts
         part = rewrite(w[0].then, lambda n, v=lp.var: N.Var(ty) if _is_var(n, v) else n)
+        # a name the phase uses but does not declare is an outer one: no earlier phase may declare it
+        own = {n.name for n in walk(part) if isinstance(n, N.Decl)}
+        if ({n.name for n in walk(part) if isinstance(n, N.Var)} - own) & set(decls):
+            return stmts
         ren: dict = {}
         for x in _body(part):
             x = rewrite(x, lambda n: N.Var(ren[n.name]) if isinstance(n, N.Var) and n.name in ren else n)
+            # a declaration equal to an earlier one (same type, same initializer, which reads nothing
+            # the fused body writes, and neither is assigned): the earlier name in its place
+            wr = S.written_names(N.Block(tuple(body))) | S.written_names(part)
             same = next((dd for dd in decls.values() if isinstance(x, N.Decl) and x.init is not None
                          and dd.init is not None and _text(dd.init) == _text(x.init) and dd.type == x.type
-                         and x.name not in S.written_names(part)), None)
+                         and not ({x.name, dd.name} | vars_used(x.init)) & wr), None)
             if same is not None:
                 ren[x.name] = same.name
                 continue
@@ -407,7 +418,9 @@ def _collapse(u, s):
             or vars_used(n_e) & S.written_names(rest) \
             or any(isinstance(n, N.Decl) and n.name == d.name for n in walk(rest)):
         return None
-    return N.For(var=d.name, lo=U.C(0), hi=n_e, step=U.C(1), body=rest, var_type=d.type,
+    # (the loop variable is counted: a 'const int row' declaration becomes a plain 'int')
+    return N.For(var=d.name, lo=U.C(0), hi=n_e, step=U.C(1), body=rest,
+                 var_type=d.type.with_(const=False, volatile=False),
                  pragmas=bx.pragmas, loc=bx.loc)
 
 
