@@ -68,6 +68,9 @@ BRANCH_EVALS = 800       # kernel evaluations for all branch targets of one deri
 MIN_CAP_ELEMENTS = 1 << 16
 BRANCH_CAP_ELEMENTS = 1 << 19   # element cap of an instance derived to take a branch no instance takes
 MIN_CAP_THREADS = 1 << 16
+CAPDIV_EVALS = 400       # kernel evaluations for the capacity targets of one derivation
+CAPDIV_MAX = 2           # capacity instances per derivation (besides MAX_DERIVED)
+CAP_MIN = 1024           # an integer literal at least this large divided by a size is a capacity (capdiv)
 WARP = {"cuda": 32, "hip": 64}
 #: calls that stop the kernel: reaching one means the kernel refuses the instance
 _TRAPS = frozenset({"__trap", "__builtin_trap", "abort", "exit", "__assert_fail"})
@@ -285,6 +288,9 @@ class _Eval:
             return a - b
         if op == "*":
             return a * b
+        if op in ("/", "%") and isinstance(e.lhs, N.Const) and isinstance(a, int) and not isinstance(a, bool) \
+                and a >= CAP_MIN and isinstance(b, int) and 0 < b and ("cap", id(e)) not in self.obs:
+            self.obs[("cap", id(e))] = (e, a, b, None)    # a capacity divided by a size: rows that fit
         if op == "/":
             return None if b == 0 else _tdiv(a, b)
         if op == "%":
@@ -568,7 +574,7 @@ def _quantity(e, step):
 # ------------------------------------------------------------------------------ targets
 @dataclass
 class _Target:
-    kind: str           # tile | warp | stride | residue | branch
+    kind: str           # tile | warp | stride | residue | branch | trip2 | capdiv
     key: object         # id() of the For node in its program; ("if", id()) of the If node (branch);
                         # ("res", id(), j) for the j-th division of that For's start/bound (residue)
     loop: N.Stmt        # the For node (the If node of a branch target)
@@ -577,6 +583,8 @@ class _Target:
     warp: int = 32      # lanes per warp/wavefront of that kernel's dialect
     want: Optional[bool] = None   # branch: the value of the condition sought
     quant: object = None          # residue: the dividend (an expression over the sizes)
+    wide: bool = False            # stride: no instance of the spec runs a second sweep (the sweep grows
+                                  # with the size until a capacity caps it): searched up to the branch cap
 
     def where(self) -> str:
         loc = self.loop.loc
@@ -594,6 +602,11 @@ def _reached(t: _Target, o, *, search: bool) -> bool:
     if t.kind == "residue":       # o = (loop, dividend % c, dividend, c): a whole chunk and c - 1 over
         return o[2] >= o[3] and o[1] == o[4]
     _, lo, hi, step = o
+    if t.kind == "capdiv":        # o = (expr, C, divisor, None): one row of the divisor fills the buffer
+        return isinstance(o[2], int) and o[1] // 2 < o[2] <= o[1]
+    if t.kind == "trip2":         # a second trip: the step is taken at least once
+        return all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) and step >= 1 \
+            and hi - lo > step
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
         return False
     n = hi - lo
@@ -777,6 +790,17 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                     text = (f"for ({loop.var} = {_expr_text(loop.lo, d)}; {loop.var} < {_expr_text(loop.hi, d)}; "
                             f"{loop.var} += {_expr_text(loop.step, d)})")
                     targets.append(_Target("residue", key, loop, k.idx, text, WARP.get(d, 32), quant=q))
+        # capacity targets: an integer literal C >= CAP_MIN divided (or reduced) by a size, the rows
+        # of that size a buffer holds (`16384 / r_pad`): an instance where one row fills more than
+        # half of it, C / x == 1 and C % x is the largest, so a row count that overruns the buffer
+        # (a remainder taken for the quotient, a quotient plus one) overruns it by a whole row
+        for inst, o0, o1 in per_inst:
+            for key, o in o0.items():
+                if isinstance(key, tuple) and key[0] == "cap" and (k.idx, key) not in seen:
+                    seen.add((k.idx, key))
+                    covered_obs[(k.idx, key)] = [o0_.get(key) for _, o0_, _ in per_inst]
+                    text = f"{_expr_text(o[0], k.spec.dialect)}"
+                    targets.append(_Target("capdiv", key, o[0], k.idx, text, WARP.get(k.spec.dialect, 32)))
         # branch targets: a condition on sizes only (no thread/task index; the same for thread
         # 0 and 1) that every instance of the spec evaluates the same way; the other branch is
         # never run (a fallback for sizes past an NRAM or shared-memory limit, a tail path)
@@ -793,7 +817,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 text = f"if ({_expr_text(node.cond, k.spec.dialect)})"
                 targets.append(_Target("branch", key, node, k.idx, text, WARP.get(k.spec.dialect, 32),
                                        want=not vals[0]))
-    order = {"tile": 0, "warp": 1, "stride": 2, "residue": 3, "branch": 4}
+    order = {"tile": 0, "warp": 1, "stride": 2, "residue": 3, "branch": 4, "capdiv": 5}
     targets.sort(key=lambda t: (order[t.kind], t.kernel, t.loop.loc.line if t.loop.loc else 0))
 
     # 2. drop targets an instance of the spec already reaches, and duplicates (same bound and step)
@@ -803,6 +827,9 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         obs = covered_obs.get((t.kernel, t.key), [])
         if any(_reached(t, o, search=False) for o in obs):
             continue
+        if t.kind == "stride" and obs and all(o is not None and isinstance(o[2], int) and isinstance(o[1], int)
+                                              and isinstance(o[3], int) and o[2] - o[1] <= o[3] for o in obs):
+            t.wide = True     # every task/thread runs one sweep on every instance of the spec
         sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) + ((o[4],) if t.kind == "residue" else ()) if o else None
                                        for o in obs),
                t.key if t.kind == "branch" else None)
@@ -810,7 +837,9 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
             continue
         sig_seen.add(sig)
         todo.append(t)
-    if not todo:
+    cap_todo = [t for t in todo if t.kind == "capdiv"]     # searched last, with a budget of their own
+    todo = [t for t in todo if t.kind != "capdiv"]
+    if not todo and not cap_todo:
         return []
 
     # 3. limits: divisibility every instance shares, sizes, launch
@@ -866,6 +895,10 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
             return _reached(t, o, search=True)
         if t.kind == "residue":
             return o is not None and o[2] >= o[3]
+        if t.kind == "trip2":
+            return _reached(t, o, search=True)
+        if t.kind == "capdiv":
+            return o is not None and isinstance(o[2], int) and o[2] > o[1] // 2
         if o is None or not all(isinstance(v, int) and not isinstance(v, bool) for v in o[1:]) or o[3] < 2:
             return False
         n = o[2] - o[1]
@@ -999,12 +1032,17 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         if done or len(derived) >= max_new:
             continue
         order_b = sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i)))
-        bases = [(dict(i.sizes), i) for i in order_b]
+        bases = [(dict(i.sizes), i, lim["el"]) for i in order_b]
         if t.kind == "branch":
             # other sizes at their smallest, so the one that flips the branch can grow the most;
             # then the smallest instance of the spec
-            bases = ([(minimal, order_b[0])] if isinstance(build(minimal, "probe"), list) else []) + bases[:1]
-        for sizes0, binst in bases:
+            bases = ([(minimal, order_b[0], lim["el"])] if isinstance(build(minimal, "probe"), list) else []) \
+                + bases[:1]
+        if t.wide:      # then up to the branch cap: a second sweep may need a capacity (an NRAM row
+            # count) to bind before the size does (gemv's `i_rows = min(131072 / K, ...)`)
+            bases += [(dict(i.sizes), i, max(cap_el, BRANCH_CAP_ELEMENTS)) for i in order_b]
+        for sizes0, binst, cap in bases:
+            lim["el"] = cap
             hit = try_base(t, dict(sizes0), binst.name, [])
             if hit is not None:
                 _, sizes, x, v = hit
@@ -1023,6 +1061,9 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         if not isinstance(insts, list) or state["evals"] >= budget:
             continue
         inner: list[_Target] = []
+        branch_sizes = dict(d.sizes)      # the branch's own instance, before its loops are moved
+        origin = next((dict(i.sizes) for i in base_insts if i.name == d.base), {})
+        bk = {t.kernel for t in d.targets if t.kind == "branch"}
         for k in ks:
             o0, _ = observe(k, insts[k.idx], 0)
             o1, _ = observe(k, insts[k.idx], 1)
@@ -1030,12 +1071,17 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 if isinstance(key, tuple) or (k.idx, key) in seen:
                     continue
                 loop, lo, hi, step = o
-                if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 2:
+                if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi, step)) or step < 1:
                     continue
-                seen.add((k.idx, key))
                 lo1 = o1.get(key, (None, None))[1]
                 text = (f"for ({loop.var} = {_expr_text(loop.lo, k.spec.dialect)}; {loop.var} < "
                         f"{_expr_text(loop.hi, k.spec.dialect)}; {loop.var} += {_expr_text(loop.step, k.spec.dialect)})")
+                if step == 1:   # a unit-step loop of the branch's kernel that runs one trip here: its step
+                    if hi - lo == 1 and (lo1 is None or lo1 == lo) and k.idx in bk:   # is never taken
+                        seen.add((k.idx, key))
+                        inner.append(_Target("trip2", key, loop, k.idx, text, WARP.get(k.spec.dialect, 32)))
+                    continue
+                seen.add((k.idx, key))
                 t = _Target("stride" if lo1 is not None and lo1 != lo else "tile", key, loop, k.idx, text,
                             WARP.get(k.spec.dialect, 32))
                 if not _reached(t, o, search=False):
@@ -1049,9 +1095,39 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 d.sizes = sizes
                 d.changed[x] = v
                 d.targets.append(t)
+            elif len(derived) < max_new and state["evals"] < budget:
+                # not with the loops already moved there: a copy of the branch's own instance
+                keep = [u for u in d.targets if u.kind == "branch"]
+                hit = try_base(t, dict(branch_sizes), d.name, keep)
+                if hit is not None:
+                    _, sizes, x, v = hit
+                    name = _fresh_name(names, len(derived) + 1)
+                    names.add(name)
+                    changed = {k2: w for k2, w in sizes.items() if origin.get(k2) != w}
+                    derived.append(Derived(name, d.base, sizes, changed, [], keep + [t]))
+    # 5. capacity targets: an instance of their own each (at most CAPDIV_MAX), up to the branch cap,
+    # from the smallest instance of the spec that reaches one (its other sizes keep their rows per task)
+    budget = state["evals"] + CAPDIV_EVALS
+    made = 0
+    for t in cap_todo:
+        if made >= CAPDIV_MAX or state["evals"] >= budget:
+            break
+        lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS)
+        for binst in sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i))):
+            hit = try_base(t, dict(binst.sizes), binst.name, [])
+            if hit is not None:
+                _, sizes, x, v = hit
+                name = _fresh_name(names, len(derived) + 1)
+                names.add(name)
+                changed = {k2: w for k2, w in sizes.items() if binst.sizes.get(k2) != w}
+                derived.append(Derived(name, binst.name, sizes, changed, [], [t]))
+                made += 1
+                break
     # a merge may have changed a size an earlier reason quoted: recompute every reason
     for d in derived:
-        lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS) if any(t.kind == "branch" for t in d.targets) else cap_el
+        lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS) if any(t.kind in ("branch", "capdiv") or t.wide
+                                                            for t in d.targets) \
+            else cap_el
         insts = build(d.sizes, d.name)
         d.reasons = [_reason(t, None, None, insts, ks) for t in d.targets]
     return derived
@@ -1073,6 +1149,15 @@ def _reason(t: _Target, x, v, insts, ks) -> str:
     if t.kind == "branch":
         return (f"`{t.text}` at {t.where()} is {'true' if t.want else 'false'} here (every instance of the spec "
                 f"takes the other branch)")
+    if t.kind == "capdiv":
+        _, c, b, _ = o
+        return (f"{t.text} at {t.where()}: {b} > {c} / 2, one row of {b} fills the buffer of {c} "
+                f"({c} / {b} = {c // b}, {c} % {b} = {c % b})")
+    if t.kind == "trip2":
+        _, lo, hi, step = o
+        hi_txt = _expr_text(t.loop.hi, ks[t.kernel].spec.dialect)
+        return (f"{hi_txt} = {hi}: loop `{t.text}` at {t.where()} runs a second trip (on the branch's instance "
+                f"it ran one: its step was never taken)")
     if t.kind == "residue":
         _, r, v, c, _want = o
         q = _expr_text(t.quant, ks[t.kernel].spec.dialect)
