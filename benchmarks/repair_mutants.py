@@ -212,6 +212,12 @@ def equivalence_proof(m: dict) -> dict | None:
       mutant's ID (``uncaught_mutants.EXPR_PROOFS``, ``RANGE_PROOFS``, ``GUARDED_RANGE_PROOFS``),
       checked now; an expression claim counts only when its expressions occur in the output's and
       the mutant's text (a stale claim does not discard a mutant).
+    * ``Z3 (vector split)``: automatic for a mutated split point or tail guard of the c printer's
+      vector loop + masked tail (``uncaught_mutants.vector_split_check``): the same lanes at every start.
+    * ``Z3 (where the conditions differ)`` / ``enumeration (shuffle lanes)`` / ``Z3 + text (dead
+      copy)``: claims on file (``DIFF_PROOFS``, ``SHUFFLE_PROOFS``, ``DEAD_COPY_PROOFS``) checked
+      now and tied to the texts: the changed line and the block it guards (resp. the shuffle
+      statements and the read of lane 0; every line that names the copied-into buffer) as claimed.
 
     Mutants only argued equivalent (no check runs) are never discarded."""
     import uncaught_mutants as UM
@@ -235,6 +241,21 @@ def equivalence_proof(m: dict) -> dict | None:
         pr = UM.guarded_range_check(*UM.GUARDED_RANGE_PROOFS[i])
         if pr:
             return {"kind": "enumeration (guarded)", "proof": pr}
+    pr = UM.vector_split_check(orig, m["text"], spec)
+    if pr:
+        return {"kind": "Z3 (vector split)", "proof": pr}
+    if i in UM.DIFF_PROOFS:
+        pr = UM.diff_check(*UM.DIFF_PROOFS[i], orig_text=orig, mut_text=m["text"])
+        if pr:
+            return {"kind": "Z3 (where the conditions differ)", "proof": pr}
+    if i in UM.SHUFFLE_PROOFS:
+        pr = UM.shuffle_check(*UM.SHUFFLE_PROOFS[i], orig_text=orig, mut_text=m["text"])
+        if pr:
+            return {"kind": "enumeration (shuffle lanes)", "proof": pr}
+    if i in UM.DEAD_COPY_PROOFS:
+        pr = UM.dead_copy_check(*UM.DEAD_COPY_PROOFS[i], orig_text=orig, mut_text=m["text"])
+        if pr:
+            return {"kind": "Z3 + text (dead copy)", "proof": pr}
     return None
 
 

@@ -283,6 +283,14 @@ def proofs_for(m: dict, spec) -> tuple:
         proof = proof or range_check(*RANGE_PROOFS[m["id"]])
     if m["id"] in GUARDED_RANGE_PROOFS:
         proof = proof or guarded_range_check(*GUARDED_RANGE_PROOFS[m["id"]])
+    orig = Path(m["output"]).read_text()
+    proof = proof or vector_split_check(orig, m["text"], spec)
+    if m["id"] in DIFF_PROOFS:
+        proof = proof or diff_check(*DIFF_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
+    if m["id"] in SHUFFLE_PROOFS:
+        proof = proof or shuffle_check(*SHUFFLE_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
+    if m["id"] in DEAD_COPY_PROOFS:
+        proof = proof or dead_copy_check(*DEAD_COPY_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
     return proof, z.get("counterexample")
 
 
@@ -548,6 +556,394 @@ def guarded_range_check(gs, lo, hi, hi2, st, st2) -> str | None:
             f"both loops run the same trips v < g (the body's guard)")
 
 
+# ---- claims checked over the text (seventh -> eighth session, 2026-12-05)
+def _lines(text: str) -> list[str]:
+    """The non-blank lines of a kernel, stripped (the mutants' printer adds blank lines)."""
+    return [x.strip() for x in text.splitlines() if x.strip()]
+
+
+def _one_change(orig_text: str, mut_text: str):
+    """(lines of the output, index of the one changed line, mutated line) or None: the mutant
+    differs from the output in exactly one non-blank line (parentheses and spaces ignored)."""
+    norm = lambda line: re.sub(r"[()\s]", "", line)   # noqa: E731
+    a, b = _lines(orig_text), _lines(mut_text)
+    if len(a) != len(b):
+        return None
+    diff = [i for i, (x, y) in enumerate(zip(a, b)) if norm(x) != norm(y)]
+    return (a, diff[0], b[diff[0]]) if len(diff) == 1 else None
+
+
+def _block(lines: list[str], i: int) -> tuple[list[str], int] | None:
+    """The statements of the block opened at the end of ``lines[i]`` (``{``) and the index of
+    its closing line."""
+    if not lines[i].endswith("{"):
+        return None
+    depth, body = 1, []
+    for j in range(i + 1, len(lines)):
+        depth += lines[j].count("{") - lines[j].count("}")
+        if depth <= 0:
+            return body, j
+        body.append(lines[j])
+    return None
+
+
+def _z3_int_expr(text: str, env: dict):
+    """A C integer expression (``a ? b : c``, ``&&``, ``||``, ``min``/``max``) as a Z3 term whose
+    literals are Z3 integers, so ``/`` and ``%`` are integer division and remainder."""
+    import z3
+    py = re.sub(r"(?<![\w.])(\d+)u?(?![\w.])", r"_I(\1)", _c_to_py(text))
+    ns = dict(env, _I=z3.IntVal, If=z3.If, And=z3.And, Or=z3.Or,
+              min=lambda a, b: z3.If(a < b, a, b), max=lambda a, b: z3.If(a > b, a, b))
+    r = eval(py, {"__builtins__": {}}, ns)   # noqa: S307 - expressions of this repo's outputs
+    return z3.BoolVal(r) if isinstance(r, bool) else r
+
+
+def _size_env(spec) -> dict:
+    """Z3 integers for the spec's sizes, and the kernel's scalar parameters as their values."""
+    import z3
+    env = {x: z3.Int(x) for x in spec.sizes}
+    for a in spec.args:
+        if a.role == "scalar" and isinstance(a.value, str):
+            env[a.name] = _z3_expr(a.value, env)
+    return env
+
+
+#: intrinsics that compute each lane from the same lane of their operands (a masked form of one
+#: of these, with the masked-off lanes neither loaded nor stored, computes the same kept lanes)
+LANEWISE = frozenset({"_mm512_loadu_ps", "_mm512_storeu_ps", "_mm512_add_ps", "_mm512_sub_ps", "_mm512_mul_ps",
+                      "_mm512_div_ps", "_mm512_set1_ps", "_mm512_fmadd_ps", "_mm512_max_ps", "_mm512_min_ps",
+                      "_mm512_setzero_ps"})
+
+
+def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
+    """For a mutated split point or tail guard of the c printer's vector loop + masked tail:
+
+        const int END = e;  for (int v = 0; v < END; v += 16) { BODY }
+        if (END < E) { const int v = END; __mmask16 tail_mask = (__mmask16)((1u << (E - v)) - 1u); TAIL }
+
+    whether the mutant runs the same trips: Z3 shows that for every valid size and every lane
+    start t, the number of lanes computed at t (16 in a vector trip, E - END in the tail) is the
+    same for the output's e and guard as for the mutant's, and that both are well formed (END a
+    multiple of 16, 0 <= E - END <= 16 whenever the tail runs). TAIL must be BODY with its loads
+    and stores masked by ``tail_mask`` and BODY lane-wise only (``LANEWISE``): a trip of L lanes
+    then computes the same L lanes either way (a zero mask touches no element). The text of the
+    proof, or None (pattern not met, or Z3 finds a difference)."""
+    import z3
+    ch = _one_change(orig_text, mut_text)
+    if ch is None:
+        return None
+    lines, i, mline = ch
+    dre = re.compile(r"const int (\w+) = (.+);$")
+    fre = r"for \(int (\w+) = 0; \1 < {end}; \1 \+= 16\) \{{$"
+    # the split's declaration: the changed line, or the one before the vector loop of the changed tail
+    cands = [i] + [j for j in range(max(0, i - 40), i) if dre.match(lines[j])]
+    for d in cands:
+        m = dre.match(lines[d])
+        if not m:
+            continue
+        end = m.group(1)
+        j = d + 1
+        while j < len(lines) and lines[j].startswith("#pragma"):
+            j += 1
+        if j >= len(lines):
+            continue
+        fm = re.match(fre.format(end=re.escape(end)), lines[j])
+        if not fm:
+            continue
+        v = fm.group(1)
+        blk = _block(lines, j)
+        if blk is None:
+            continue
+        body, close = blk
+        g = close + 1
+        gm = re.match(r"if \(" + re.escape(end) + r" (<|<=) (.+)\) \{$", lines[g]) if g < len(lines) else None
+        if not gm or i not in (d, g):
+            continue
+        E = gm.group(2)
+        if lines[g + 1] != f"const int {v} = {end};" or re.sub(r"\s", "", lines[g + 2]) != re.sub(
+                r"\s", "", f"__mmask16 tail_mask = (__mmask16)((1u << ({E} - {v})) - 1u);"):
+            return None
+        tblk = _block(lines, g)
+        if tblk is None:
+            return None
+        tail = tblk[0][2:]
+        unmask = [re.sub(r"_mm512_mask_(\w+)\(([^,]+?), tail_mask, ", r"_mm512_\1(\2, ",
+                         re.sub(r"_mm512_maskz_(\w+)\(tail_mask, ", r"_mm512_\1(", t)) for t in tail]
+        if unmask != body or any("tail_mask" in t for t in unmask):
+            return None
+        if not set(re.findall(r"\b_mm\w+(?=\()", " ".join(body))) <= LANEWISE:
+            return None
+        # the output's (e, op, E) and the mutant's
+        mlines = list(lines)
+        mlines[i] = mline
+        me = dre.match(mlines[d])
+        mg = re.match(r"if \(" + re.escape(end) + r" (<|<=) (.+)\) \{$", mlines[g])
+        if not me or not mg or me.group(1) != end:
+            return None
+        env = _size_env(spec)
+        try:
+            variants = [(_z3_int_expr(e_, env), op, _z3_int_expr(E_, env))
+                        for e_, op, E_ in ((m.group(2), gm.group(1), gm.group(2)),
+                                           (me.group(2), mg.group(1), mg.group(2)))]
+        except Exception:  # noqa: BLE001 - an expression over names that are not sizes
+            return None
+        t = z3.Int("xp_lane_start")
+        facts = [z3.Int(x) >= 1 for x in spec.sizes]
+
+        def runs(e, op, E_):
+            return e < E_ if op == "<" else e <= E_
+
+        def lanes(e, op, E_):
+            return z3.If(z3.And(t >= 0, t < e, t % 16 == 0), 16, 0) + z3.If(z3.And(runs(e, op, E_), t == e), E_ - e, 0)
+        bad = [z3.Or(e < 0, e % 16 != 0, z3.And(runs(e, op, E_), z3.Or(E_ - e < 0, E_ - e > 16)),
+                     z3.And(z3.Not(runs(e, op, E_)), E_ - e != 0))
+               for e, op, E_ in variants]
+        sol = z3.Solver()
+        sol.set("timeout", 10000)
+        sol.add(*facts, z3.Or(*bad, lanes(*variants[0]) != lanes(*variants[1])))
+        if sol.check() != z3.unsat:
+            return None
+        return (f"Z3 unsat: the vector loop `{v} < {end}` (step 16) and its masked tail `if ({end} {gm.group(1)} {E})` "
+                f"compute the same lanes at every start for `{end} = {m.group(2)}` and for the mutant's "
+                f"`{end} = {me.group(2)}`, tail `if ({end} {mg.group(1)} {mg.group(2)})`, for all sizes >= 1; "
+                f"the tail is the loop body with masked loads/stores and the body is lane-wise")
+    return None
+
+
+#: mutant ID -> a claim about the trips (or guarded runs) where the output's condition and the
+#: mutant's differ: (condition as written, as mutated, the locals it reads {name: C expression},
+#: the sizes (>= 1), other free integers, further facts (C conditions), what holds wherever the
+#: two conditions differ (C conditions, checked by Z3), the statements of the block the condition
+#: guards exactly as printed (checked against the mutant's text), and why those facts make the
+#: differing runs do nothing). The condition is a guard or the bound `v < B` of a loop whose
+#: variable only grows: the runs one condition adds are exactly the states where the two differ.
+DIFF_PROOFS: dict[str, tuple] = {
+    "relu.c-bang-off-by-one_bound-0": (
+        "i_c < n", "i_c < n + 1", {"i_len": "min(8192, n - i_c)"}, ("n",), ("i_c",), (),
+        ("i_len * 4 == 0", "(i_len + 31) / 32 * 32 == 0"),
+        ("int i_len = min(8192, n - i_c);",
+         "__memcpy(x_nram, x + i_c, i_len * sizeof(float), GDRAM2NRAM);",
+         "__bang_active_relu(y_nram, x_nram, (i_len + 31) / 32 * 32);",
+         "__memcpy(y + i_c, y_nram, i_len * sizeof(float), NRAM2GDRAM);"),
+        "the trip the mutant adds copies 0 bytes twice and runs the vector op on 0 elements: it does nothing"),
+    "gemm.c-cuda-off-by-one_bound-1": (
+        "xp_k0 < K", "xp_k0 < K + 1", {}, ("M", "N", "K"), ("xp_k0", "xp_i", "xp_j", "xp_tx", "xp_ty"),
+        ("xp_k0 >= 0", "xp_tx >= 0", "xp_ty >= 0", "xp_tx < 16", "xp_ty < 16"),
+        ("xp_i >= M || xp_k0 + xp_tx >= K", "xp_k0 + xp_ty >= K || xp_j >= N"),
+        ("xp_As[xp_ty * 16 + xp_tx] = (xp_i < M && xp_k0 + xp_tx < K) ? A[(long)xp_i * K + (xp_k0 + xp_tx)] : (float)0;",
+         "xp_Bs[xp_ty * 16 + xp_tx] = (xp_k0 + xp_ty < K && xp_j < N) ? B[(long)(xp_k0 + xp_ty) * N + xp_j] : (float)0;",
+         "__syncthreads();",
+         "for (int xp_kk = 0; xp_kk < 16; ++xp_kk) {",
+         "xp_acc += xp_As[xp_ty * 16 + xp_kk] * xp_Bs[xp_kk * 16 + xp_tx];",
+         "}",
+         "__syncthreads();"),
+        "in the trip the mutant adds every thread of the 16 x 16 block stages 0.0f in both tiles, so the "
+        "trip adds (+0) * (+0) = +0 to xp_acc sixteen times; xp_acc starts at +0 and a sum is -0 only when "
+        "both terms are -0, so xp_acc is never -0 and x + (+0) == x for every other float, NaN and inf "
+        "included (IEEE 754): the sums are unchanged (an identity of floats, no range of the data)"),
+}
+
+
+def diff_check(orig, mut, defs, sizes, free, facts, holds, stmts, why, orig_text=None, mut_text=None) -> str | None:
+    """The check of a ``DIFF_PROOFS`` claim: Z3 shows every condition of ``holds`` true in each
+    state (sizes >= 1, ``facts``) where ``orig`` and ``mut`` differ; with the texts, the claim
+    must also be tied to them: the mutant changes ``orig`` into ``mut`` on one line that opens a
+    block whose statements are exactly ``stmts``."""
+    import z3
+    if orig_text is not None:
+        ch = _one_change(orig_text, mut_text)
+        if ch is None:
+            return None
+        lines, i, mline = ch
+        n = lambda s: re.sub(r"[()\s]", "", s)   # noqa: E731
+        if n(orig) not in n(lines[i]) or n(mut) not in n(mline):
+            return None
+        blk = _block(lines, i)
+        if blk is None or [n(s) for s in blk[0]] != [n(s) for s in stmts]:
+            return None
+    env = {x: z3.Int(x) for x in (*sizes, *free)}
+    base = [env[x] >= 1 for x in sizes]
+    for k, v in defs.items():
+        env[k] = _z3_int_expr(v, env)
+    e = lambda s: _z3_int_expr(s, env)   # noqa: E731
+    sol = z3.Solver()
+    sol.set("timeout", 10000)
+    sol.add(*base, *[e(f) for f in facts], e(orig) != e(mut), z3.Or(*[z3.Not(e(h)) for h in holds]))
+    if sol.check() != z3.unsat:
+        return None
+    return (f"Z3 unsat: wherever `{orig}` and `{mut}` differ ({', '.join(sizes)} >= 1"
+            + (f"; {', '.join(facts)}" if facts else "") + f"): {'; '.join(holds)}. So {why}")
+
+
+#: mutant ID -> a claim about an emulated down-shuffle tree (the c form of a warp reduction): the
+#: lines that compute the source lane (as in the output; the mutated one is the mutant's), the
+#: rows and lanes of the block, the offsets, and the text that reads the result (lane 0 of each
+#: row). Checked by enumeration: from the lanes read at the end, back through every offset, each
+#: lane whose value is still needed reads the same source lane in the output and in the mutant.
+_GEMV_SHFL = ("const int xpd_tid2 = lane + ty * 64 + 0 * 64 * 4;", "const int xpd_lane4 = xpd_tid2 % 64;",
+         "const int xpd_sub5 = xpd_lane4 % 64;", "const int xpd_seg6 = xpd_tid2 - xpd_sub5;",
+         "const int xpd_src7 = xpd_sub5 + offset;",
+              "xpd_sh1[ty * 64 + lane] = xpd_src7 < 64 ? xpd_xch3[xpd_seg6 + xpd_src7] : xpd_xch3[xpd_tid2];")
+_GEMV_READ = ("for (int offset = 64 / 2; offset > 0; offset >>= 1) {", "xpd_xch3[xpd_tid2] = sum[ty * 64 + lane];",
+              "sum[ty * 64 + lane] += xpd_sh1[ty * 64 + lane];", "if (lane == 0) {", "y[row] = sum[ty * 64 + lane];")
+SHUFFLE_PROOFS: dict[str, tuple] = {
+    # (the statements, the index of the mutated one and its mutated text, rows, lanes, offsets, reads)
+    "gemv.hip-c-off-by-one_guard-1": (
+        _GEMV_SHFL, 5, "xpd_sh1[ty * 64 + lane] = xpd_src7 <= 64 ? xpd_xch3[xpd_seg6 + xpd_src7] : xpd_xch3[xpd_tid2];",
+        4, 64, (32, 16, 8, 4, 2, 1), _GEMV_READ),
+    "gemv.hip-c-swapped_divmod-0": (
+        _GEMV_SHFL, 2, "const int xpd_sub5 = xpd_lane4 / 64;", 4, 64, (32, 16, 8, 4, 2, 1), _GEMV_READ),
+}
+
+
+class _Index:
+    """An array whose element i is i: an expression that reads it yields the index it reads."""
+    def __getitem__(self, i):
+        return ("at", i)
+
+
+def _shuffle_sources(stmts: list[str], rows: int, width: int, off: int) -> dict:
+    """thread -> what the shuffle statements make it read (("at", index) or a value), for one offset."""
+    out = {}
+    for ty in range(rows):
+        for lane in range(width):
+            env = {"ty": ty, "lane": lane, "offset": off, "If": lambda c, a, b: a if c else b}
+            for s in stmts:
+                m = re.match(r"(?:const int (\w+)|[\w\[\] *+]+) = (.+);$", s)
+                if not m:
+                    raise ValueError(s)
+                py = _c_to_py(m.group(2)).replace(" / ", " // ")
+                py = re.sub(r"(\w+)\[", lambda g: f"{g.group(1)}[", py)
+                val = eval(py, {"__builtins__": {}}, dict(env, **{n: _Index() for n in re.findall(r"(\w+)\[", py)}))  # noqa: S307
+                if m.group(1):
+                    env[m.group(1)] = val
+                else:
+                    out[ty * width + lane] = val
+    return out
+
+
+def shuffle_check(stmts, k, mutated, rows, width, offsets, readout, orig_text=None, mut_text=None) -> str | None:
+    """The check of a ``SHUFFLE_PROOFS`` claim (enumeration); with the texts, the claim's
+    statements must be the output's lines, the mutant must change exactly the ``k``-th into
+    ``mutated``, and the reading statements must be in the output."""
+    mstmts = list(stmts)
+    mstmts[k] = mutated
+    if orig_text is not None:
+        ch = _one_change(orig_text, mut_text)
+        if ch is None:
+            return None
+        lines, i, mline = ch
+        if lines[i] != stmts[k] or mline != mutated or not all(s in lines for s in stmts) \
+                or not all(r in lines for r in readout):
+            return None
+    needed = {ty * width for ty in range(rows)}        # lane 0 of each row is read at the end
+    for off in reversed(offsets):
+        a = _shuffle_sources(list(stmts), rows, width, off)
+        b = _shuffle_sources(mstmts, rows, width, off)
+        if mstmts == list(stmts):
+            return None
+        for t in sorted(needed):
+            if a[t] != b[t]:
+                return None
+        needed |= {a[t][1] for t in needed if isinstance(a[t], tuple)}
+    return (f"enumerated: over {rows} rows x {width} lanes and offsets {', '.join(map(str, offsets))}, every lane "
+            f"whose value reaches lane 0 of a row reads the same source in the output and in the mutant "
+            f"(the lanes the mutation changes are never read back)")
+
+
+#: mutant ID -> a claim that the mutated copy fills a buffer nothing reads before it is written
+#: again: (the buffer, the copy as written, as mutated, the row loop that follows it, the first
+#: statement of each row trip that touches the buffer (a whole-row write), the statement after
+#: the row loop that reads it (a strided copy of `cols` of each row of `r_pad`)). Checked against
+#: the output's text (every line that names the buffer) and by Z3 (each row's read lies inside
+#: that row's write: cols <= r_pad); a dead copy of any size is equivalent to the output's.
+DEAD_COPY_PROOFS: dict[str, tuple] = {
+    "softmax.c-bang-wrong_copy_size-0": (
+        "y_nram",
+        "__memcpy(y_nram, y + r_r * cols, cols * sizeof(float), GDRAM2NRAM, r_pad * sizeof(float), cols * sizeof(float), r_n - 1);",
+        "__memcpy(y_nram, y + r_r * cols, (cols - 1) * sizeof(float), GDRAM2NRAM, r_pad * sizeof(float), cols * sizeof(float), r_n - 1);",
+        "for (int r = 0; r < r_n; ++r) {",
+        "__bang_sub_scalar(y_nram + r * r_pad, x_nram + r * r_pad, m, r_pad);",
+        "__memcpy(y + r_r * cols, y_nram, cols * sizeof(float), NRAM2GDRAM, cols * sizeof(float), r_pad * sizeof(float), r_n - 1);"),
+    "layernorm.c-bang-wrong_copy_size-1": (
+        "y_nram",
+        "__memcpy(y_nram, y + r_r * cols, cols * sizeof(float), GDRAM2NRAM, r_pad * sizeof(float), cols * sizeof(float), r_n - 1);",
+        "__memcpy(y_nram, y + r_r * cols, (cols - 1) * sizeof(float), GDRAM2NRAM, r_pad * sizeof(float), cols * sizeof(float), r_n - 1);",
+        "for (int r = 0; r < r_n; ++r) {",
+        "__bang_sub_scalar(y_nram + r * r_pad, x_nram + r * r_pad, sum / (float)cols, r_pad);",
+        "__memcpy(y + r_r * cols, y_nram, cols * sizeof(float), NRAM2GDRAM, cols * sizeof(float), r_pad * sizeof(float), r_n - 1);"),
+}
+
+
+def dead_copy_check(buf, copy, mutated, loop, write, out, orig_text=None, mut_text=None) -> str | None:
+    """The check of a ``DEAD_COPY_PROOFS`` claim. In the output's text: the copy, then no line
+    naming ``buf`` until the row loop ``loop`` (rows 0..r_n-1, step 1); in its body the first line
+    naming ``buf`` is ``write`` at the body's top level (``__bang_*`` with destination
+    ``buf + r * r_pad`` over ``r_pad`` elements: the whole row); every later line in the body
+    names ``buf`` only as ``buf + r * r_pad`` (an op over r_pad) or ``buf[r * r_pad + c]`` (c in
+    [cols, r_pad)), so inside the row; after the loop, up to the end of the block holding the
+    copy, only ``out`` names it. Z3: cols <= r_pad = (cols + 31) / 32 * 32 for cols >= 1, so the
+    read of ``out`` (cols of each row r < r_n) lies in what the row trips wrote. Without the
+    texts only the Z3 part runs."""
+    import z3
+    if orig_text is not None:
+        ch = _one_change(orig_text, mut_text)
+        if ch is None:
+            return None
+        lines, i, mline = ch
+        if lines[i] != copy or mline != mutated:
+            return None
+        names = lambda t: re.search(r"\b" + re.escape(buf) + r"\b", t) is not None   # noqa: E731
+        try:
+            j = lines.index(loop, i + 1)
+        except ValueError:
+            return None
+        if any(names(t) for t in lines[i + 1:j]):
+            return None
+        blk = _block(lines, j)
+        if blk is None:
+            return None
+        body, close = blk
+        first = next((k for k, t in enumerate(body) if names(t)), None)
+        if first is None or body[first] != write or not re.match(
+                r"__bang_\w+\(" + re.escape(buf) + r" \+ r \* r_pad, .*, r_pad\);$", write):
+            return None
+        depth = sum(t.count("{") - t.count("}") for t in body[:first])
+        if depth != 0:
+            return None
+        inside = re.compile(re.escape(buf) + r"(?: \+ r \* r_pad\b|\[r \* r_pad \+ c\])")
+        for k, t in enumerate(body[first + 1:], first + 1):
+            if not names(t):
+                continue
+            if len(re.findall(r"\b" + re.escape(buf) + r"\b", t)) != len(inside.findall(t)):
+                return None
+            if "[r * r_pad + c]" in t and not any(b == "for (int c = cols; c < r_pad; ++c) {" for b in body[:k]):
+                return None
+            if "+ r * r_pad" in t and not t.rstrip(";").rstrip(")").endswith("r_pad"):
+                return None
+        outer = None    # the block that holds the copy: from it to its end only `out` names buf
+        dep = 0
+        for k in range(close + 1, len(lines)):
+            dep += lines[k].count("{") - lines[k].count("}")
+            if dep < 0:
+                outer = k
+                break
+        if outer is None:
+            return None
+        after = [t for t in lines[close + 1:outer] if names(t)]
+        if after != [out]:
+            return None
+    cols = z3.Int("cols")
+    r_pad = (cols + 31) / 32 * 32
+    sol = z3.Solver()
+    sol.add(cols >= 1, cols > r_pad)
+    if sol.check() != z3.unsat:
+        return None
+    return (f"Z3 unsat + text: every row trip first writes the whole row of {buf} (`{write}`) and the copy "
+            f"out reads cols <= r_pad = (cols + 31) / 32 * 32 of each row (Z3, cols >= 1); nothing else reads "
+            f"{buf} in between, so the copy into it is dead whatever its size")
+
+
 _SHIFT = ("the mutation only changes the row maximum m that softmax subtracts before expf; "
           "softmax(x) = exp(x - m) / sum exp(x - m) for any m, and with the spec's inputs in [-20, 20] "
           "and m' a maximum over a subset of the row (or an initial value below every input), "
@@ -592,9 +988,12 @@ REASONS: dict[str, str] = {
         "is the next slot's first element, which another thread writes (a race; rows = 2, cols = 8192 "
         "ran and passed: the emulator's schedules read it before it is written), else a never-written "
         "element of the zero-initialised buffer"),
+    # (eighth session: the mutant is `xpd_x5 > xpd_bv3 - 1`, not `>=` as this said before: the
+    # running value can step down by up to 1 per element, so the maximum itself changes)
     "softmax.mlu-cuda-off-by-one_guard-0": (
-        "`xpd_x5 >= xpd_bv3` instead of `>` changes which index of equal maxima is kept "
-        "(red_buf[1], never read); the maximum's value is the same"),
+        "`xpd_x5 > xpd_bv3 - 1` keeps any element within 1 of the running value, so the row "
+        "'maximum' can be an element below the maximum (a chain of elements each less than 1 below "
+        "the previous); " + _SHIFT),
     "gemm.cu-c-wrong_coefficient-0": ("the mutated statement is in the tail `if (tx_end < 16)`, dead code: "
                                       "tx_end = 16 > 0 ? 16 / 16 * 16 : 0 = 16 (the proof)"),
     "add.cu-c-off-by-one_guard-0": (

@@ -272,3 +272,79 @@ def test_finalize_keeps_run_exposures():
     passed = {"id": "m1", "kind": "k", "class": "a", "label": "unexplained", "strong_instances": 7}
     out = U.finalize([passed], ms)[0]
     assert out["label"] == "unexplained" and "not exposed by 7 instances" in out["reason"]
+
+
+# ------------------------------------------------------------------------------ claims checked over the text
+VSPLIT = '''void add(const float *a, const float *b, float *c, int n) {
+    {
+        const int i_end = n > 0 ? n / 16 * 16 : 0;
+        #pragma omp parallel for
+        for (int i = 0; i < i_end; i += 16) {
+            _mm512_storeu_ps(&c[i], _mm512_add_ps(_mm512_loadu_ps(&a[i]), _mm512_loadu_ps(&b[i])));
+        }
+        if (i_end < n) {
+            const int i = i_end;
+            __mmask16 tail_mask = (__mmask16)((1u << (n - i)) - 1u);
+            _mm512_mask_storeu_ps(&c[i], tail_mask, _mm512_add_ps(_mm512_maskz_loadu_ps(tail_mask, &a[i]), _mm512_maskz_loadu_ps(tail_mask, &b[i])));
+        }
+    }
+}
+'''
+VSPEC = SimpleNamespace(sizes={"n": 100}, args=[SimpleNamespace(role="scalar", name="n", value="n")])
+
+
+def test_vector_split_check_proves_and_refutes():
+    # the tail guard `<=` adds a tail of 0 lanes (mask 0) when 16 | n: the same lanes
+    assert U.vector_split_check(VSPLIT, VSPLIT.replace("if (i_end < n)", "if (i_end <= n)"), VSPEC)
+    # a split of 0: the tail would need n lanes, more than 16 for n > 16
+    assert U.vector_split_check(VSPLIT, VSPLIT.replace("n / 16 * 16 : 0", "n % 16 * 16 : 0"), VSPEC) is None
+    # a tail guard that skips the last lane group
+    assert U.vector_split_check(VSPLIT, VSPLIT.replace("if (i_end < n)", "if (i_end < n - 1)"), VSPEC) is None
+    # a split point one group short: the tail would need 16..31 lanes
+    assert U.vector_split_check(VSPLIT, VSPLIT.replace("n / 16 * 16 : 0", "n / 16 * 16 - 16 : 0"), VSPEC) is None
+    # a constant split of 16 lanes done by the tail instead of the vector loop: the same lanes
+    const = VSPLIT.replace("n > 0 ? n / 16 * 16 : 0", "16 > 0 ? 16 / 16 * 16 : 0").replace("(i_end < n)", "(i_end < 16)") \
+        .replace("(1u << (n - i))", "(1u << (16 - i))")
+    assert U.vector_split_check(const, const.replace("16 / 16 * 16", "16 % 16 * 16"), VSPEC)
+    # a tail that is not the loop body masked (another operation) is not claimed
+    other = VSPLIT.replace("_mm512_add_ps(_mm512_maskz", "_mm512_sub_ps(_mm512_maskz")
+    assert U.vector_split_check(other, other.replace("if (i_end < n)", "if (i_end <= n)"), VSPEC) is None
+
+
+def test_claims_on_file_hold_and_false_ones_fail():
+    for args in U.DIFF_PROOFS.values():
+        assert U.diff_check(*args)
+    for args in U.SHUFFLE_PROOFS.values():
+        assert U.shuffle_check(*args)
+    for args in U.DEAD_COPY_PROOFS.values():
+        assert U.dead_copy_check(*args)
+    relu = U.DIFF_PROOFS["relu.c-bang-off-by-one_bound-0"]
+    # a bound two past n adds the trip i_c = n + 1, where i_len = -1: not empty
+    assert U.diff_check(relu[0], "i_c < n + 2", *relu[2:]) is None
+    gemm = U.DIFF_PROOFS["gemm.c-cuda-off-by-one_bound-1"]
+    # a bound one short drops the trip at K - 1 (K = 16 j + 1), where the loads are not all off
+    assert U.diff_check(gemm[0], "xp_k0 < K - 1", *gemm[2:]) is None
+    stmts, k, _, *rest = U.SHUFFLE_PROOFS["gemv.hip-c-off-by-one_guard-1"]
+    # `< 63`: lane 31 at offset 32 reads itself instead of lane 63, and lane 0 needs it
+    assert U.shuffle_check(stmts, k, stmts[k].replace("< 64", "< 63"), *rest) is None
+
+
+def test_claims_are_tied_to_the_text():
+    text = VSPLIT
+    relu = U.DIFF_PROOFS["relu.c-bang-off-by-one_bound-0"]
+    # the claim holds, but this text is not the kernel it is about
+    assert U.diff_check(*relu, orig_text=text, mut_text=text.replace("i_end < n", "i_end <= n")) is None
+    mlu = '''extern "C" __mlu_global__ void relu(const float *x, float *y, int n) {
+    for (int i_c = taskId * 8192; i_c < n; i_c += taskDim * 8192) {
+        int i_len = min(8192, n - i_c);
+        __memcpy(x_nram, x + i_c, i_len * sizeof(float), GDRAM2NRAM);
+        __bang_active_relu(y_nram, x_nram, (i_len + 31) / 32 * 32);
+        __memcpy(y + i_c, y_nram, i_len * sizeof(float), NRAM2GDRAM);
+    }
+}
+'''
+    mut = mlu.replace("i_c < n;", "i_c < n + 1;")
+    assert U.diff_check(*relu, orig_text=mlu, mut_text=mut)
+    # one statement more in the block: not the block the claim is about
+    extra = mlu.replace("        __bang_active_relu", "        y_nram[0] = 1.0f;\n        __bang_active_relu")
+    assert U.diff_check(*relu, orig_text=extra, mut_text=extra.replace("i_c < n;", "i_c < n + 1;")) is None
