@@ -49,7 +49,7 @@ from . import x86_gemm as XG
 from .x86_gemm import Refused
 
 #: (micro, kc) pairs tensorize's candidates() offers for an int8 contraction; kc counts k elements
-CHOICES = (("6x32", 256), ("6x64", 512), ("8x48", 512), ("4x64", 1024), ("6x32", 1024))
+CHOICES = (("6x32", 256), ("6x32", 512), ("6x64", 512), ("12x32", 512), ("6x32", 1024))
 P = "xq_"
 #: the instruction the form is named by, and the main intrinsics it writes (tensorize.applied_ops)
 OP = "_mm512_dpbusd_epi32"
