@@ -106,9 +106,10 @@ def prove_reads(u, stmts: list, holds: dict, rows: dict, R: int, W: int, results
     element, ty, lane)`` (None: it holds what it should; else why not) for every set of leaving warps
     (``results``: set -> the machine after the exchange) and thread. XP4001 through ``refuse``."""
     from .unthread_warp_rows import _nest
-    live = set(holds)
+    live, holds, rows = set(holds), dict(holds), dict(rows)
     out = []
     for x in stmts:
+        x, copied = _fold_copy(u, x, live, holds, rows, R, W, results, refuse)
         used = live & vars_used(x)
         wr = S.written_names(x)
         rd = used - wr
@@ -117,7 +118,73 @@ def prove_reads(u, stmts: list, holds: dict, rows: dict, R: int, W: int, results
         else:
             out.append(x)
         live -= wr
+        if copied is not None:
+            A, L = copied
+            live.add(A)
+            rows[A] = rows[L]
+            holds[A] = lambda mg, k, a, b: None if k // W == a else f"a copy of warp {k // W}'s fold"
     return out
+
+
+def _fold_copy(u, x, live, holds, rows, R, W, results, refuse):
+    """``(x, None)``, or ``(x', (A, L))`` when the thread nest ``x`` starts (after declarations, inside
+    its flags' test) with ``A[own] = L[i]`` where ``L[i]`` is proven to be the reading warp's fold: a
+    broadcast of the fold back into a per-thread array (``m = wmax[warp]`` after a barrier). The copy
+    goes; reads of ``A`` later in ``x`` (the lane's own element: written by that lane just before) and
+    after it (an element of the reader's warp) read the row's fold."""
+    from .unthread import _body, _is_var
+    from .unthread_warp_rows import _nest
+    tm = _nest(x, u.macros)
+    if tm is None or tm[2] != R or tm[3] != W:
+        return x, None
+    to, ti = tm[0], tm[1]
+    items = _body(ti.body)
+    wrap = flag_wrap(items)
+    inner = _body(wrap.then) if wrap is not None else items
+    j = next((k for k, y in enumerate(inner) if not isinstance(y, N.Decl)), None)
+    if j is None:
+        return x, None
+    cp = inner[j]
+    if not (isinstance(cp, N.Assign) and cp.op == "=" and isinstance(cp.target, N.Index)
+            and isinstance(cp.target.base, N.Var) and isinstance(cp.value, N.Index)
+            and isinstance(cp.value.base, N.Var)):
+        return x, None
+    A, L = cp.target.base.name, cp.value.base.name
+    if A not in holds or L not in live or A == L or any(A in vars_used(y) for y in inner[:j]) \
+            or A in S.written_names(N.Block(tuple(inner[j + 1:]))) \
+            or any(isinstance(n, N.Decl) and n.name in (A, L, to.var, ti.var) for n in walk(ti.body)):
+        return x, None
+    later = [n for y in inner[j + 1:] for n in walk(y) if isinstance(n, N.Index) and _is_var(n.base, A)]
+    if sum(1 for y in inner[j + 1:] for n in walk(y) if isinstance(n, N.Var) and n.name == A) != len(later):
+        return x, None
+    for g, mg in results.items():
+        for a, b in product(range(R), range(W)):
+            sc = [{to.var: ("int", a), ti.var: ("int", b)}]
+            try:
+                if wrap is not None and not mg.ival(wrap.cond, sc):
+                    continue
+                k_t = mg.ival(cp.target.index, sc)
+                k_v = mg.ival(cp.value.index, sc)
+                own = all(mg.ival(n.index, sc) == a * W + b for n in later)
+            except S.Refuse:
+                return x, None
+            if k_t != a * W + b or not own:
+                return x, None
+            if a in g:
+                refuse(f"'{S._text(cp.value)}'{S._line(cp)} can be read by warp {a}, which left early", cp)
+            why = holds[L](mg, k_v, a, b)
+            if why is not None:
+                refuse(f"'{S._text(cp.value)}'{S._line(cp)} read by thread ({a}, {b}) is element {k_v}, which is "
+                       f"{why}", cp)
+    row = N.Index(N.Var(rows[L]), N.Var(to.var))
+    tail = [rewrite(y, lambda n: row if isinstance(n, N.Index) and _is_var(n.base, A) else n) for y in inner[j + 1:]]
+    new_inner = N.Block(tuple(inner[:j]) + tuple(tail))
+    if wrap is not None:
+        body = N.Block(tuple(wrap.with_(then=new_inner) if y is wrap else y for y in ti.body.stmts))
+    else:
+        kept = [y for y in ti.body.stmts if isinstance(y, N.Comment)]
+        body = N.Block(tuple(kept) + new_inner.stmts)
+    return to.with_(body=N.Block((ti.with_(body=body),))), (A, L)
 
 
 def _replace(u, x, names, holds, rows, R, W, results, refuse):

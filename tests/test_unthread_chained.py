@@ -100,3 +100,43 @@ def test_a_chain_whose_rows_conflict_stays_unfused(tmp_path):
     assert "for (int row = 0; row < rows; ++row)" not in body and "if (!done[tx_w2 * 32])" in body
     assert "xpd_xch" not in body and "m_acc = fmaxf(m_acc, xr_r[c] + y[c]);" in body
     assert "for (int c_2 = 0; c_2 < cols; ++c_2)" in body       # the write nest is still one loop per row
+
+
+# the max goes down a __shfl_down tree (lane 0 holds it) and is broadcast through shared memory
+_MAX_XOR = """    for (int off = WARP / 2; off > 0; off /= 2)
+        m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, off));
+"""
+_MAX_SHARED = """    for (int off = WARP / 2; off > 0; off /= 2)
+        m = fmaxf(m, __shfl_down_sync(FULL_MASK, m, off));
+    if (lane == 0)
+        wmax[threadIdx.x / WARP] = m;
+    __syncwarp();
+    m = wmax[threadIdx.x / WARP];
+"""
+_SHARED_DECL = [("    int lane = threadIdx.x % WARP;", "    __shared__ float wmax[4];\n    int lane = threadIdx.x % WARP;")]
+
+
+def test_a_fold_broadcast_through_shared_memory_after_the_barrier_verifies(tmp_path):
+    from test_unthread_warp_rows import _variant
+    src = _variant(tmp_path, SOFTMAX_SHFL, _SHARED_DECL + [(_MAX_XOR, _MAX_SHARED)])
+    p, sp = _recovered(src)
+    q = unthread.apply(p, entry="softmax")
+    body = _body(q, "softmax")
+    assert "wmax" not in body and "for (int row = 0; row < rows; ++row)" in body
+    assert "s_acc += expf(xr_r[c_1] - m_rowv);" in body
+    v = _verify_c(tmp_path, q, src, sp)
+    assert v.verified, v.failures[:1]
+
+
+@pytest.mark.parametrize("edits,why", [
+    # no barrier between lane 0's store and the other lanes' read (a race on the GPU): the read and
+    # the sum's partial are in one thread nest with the store, which is no form-5 prefix
+    ([(_MAX_XOR, _MAX_SHARED.replace("    __syncwarp();\n", ""))],
+     "before the strided loop is neither a declaration"),
+    # every warp reads the next warp's slot
+    ([(_MAX_XOR, _MAX_SHARED.replace("m = wmax[threadIdx.x / WARP];", "m = wmax[(threadIdx.x / WARP + 1) % 4];"))],
+     "which is not the fold of warp 0's 32 partials (32 of its 32 partials missing (partial 0 among them), "
+     "partial 32 of another warp)"),
+])
+def test_shared_memory_broadcast_refusals(tmp_path, edits, why):
+    _refused(tmp_path, SOFTMAX_SHFL, "softmax", _SHARED_DECL + edits, why)
