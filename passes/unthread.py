@@ -56,7 +56,9 @@ tensorize passes (NRAM staging and ``__bang_*`` on bang, vectorization on c). Th
    see that module's docstring.
 
 5. **one warp per row** (``passes/unthread_warp_rows.py``): the ``(ty, lane)`` form of 4 with
-   ``c = lane; c += W`` and an optional early exit through ``done[]``, one reduction per row.
+   ``c = lane; c += W`` and an optional early exit through ``done[]``, one reduction per row; a
+   chain of them (a later partial reading an earlier fold) in order, then the write nest, the
+   fusion of the row loops and one loop over the rows (``passes/unthread_warp_chain.py``).
 
 Nothing to rewrite is ``PassError`` XP4002; a candidate nest that is not proven legal is XP4001
 naming the statement (the plan then continues without this step, xpiler/migration/pipeline.py).

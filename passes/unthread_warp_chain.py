@@ -26,6 +26,11 @@ what form 5 needs to take such a run one reduction at a time:
   the lane, has no effect, and reads nothing the nest writes, so each lane of warp ``ty`` stores the
   same value; the array is written nowhere else; each read (in this nest after the store, or later)
   is the lane's own element of a warp that stays. It becomes ``mean_row[ty]``.
+- **a fold broadcast back through shared memory** (``_fold_copy``): ``A[own] = L[i]`` at the top of a
+  nest (after declarations, inside the flags' test), ``L[i]`` proven to be the reader's fold for
+  every thread and set of leaving warps (lane 0 stored ``wmax[warp]`` after a down tree, a barrier,
+  then ``m = wmax[warp]``; or a helper's ``__shfl(v, 0)`` result): the copy goes, and ``A`` is read
+  as the row's fold (in this nest only at the lane's own element, which it just wrote).
 - **the elementwise phase** (``finish`` → ``_flatten_lanes``): a nest ``for ty { for lane { [if
   (!done[ty*W + lane])] { D; for (c = lane; c < n; c += W) B(c); } } }`` whose ``D`` (scalar or
   pointer declarations, effect-free, lane-free) and ``B``, ``n`` do not read the lane becomes
@@ -33,6 +38,9 @@ what form 5 needs to take such a run one reduction at a time:
   passes/unthread.py (the flat loop must carry no dependence, Z3, checked in ``unthread.apply``; ``D``
   computed ``W`` times before, once after: the same value). Done only after a form-5 rewrite in the
   block; a nest that does not match stays as it is (it is still correct).
+- **fusion** (``_fuse``) of the chain's row loops into one when the fused loop carries no dependence
+  (Z3), and **the block loop with the warp loop as one row loop** (``collapse_rows``), so that the
+  bang cache pass stages whole rows in NRAM; docs/passes/unthread.md says why each is exact.
 """
 from __future__ import annotations
 

@@ -37,8 +37,11 @@ split exactly into ``(ty, l)`` nests (``_split_block``; kept only when the form 
 pointer declared in the new row loop that the kernel declares again elsewhere is renamed (a local
 renaming; tensorize's buffer facts skip names declared twice).
 
-Refused (XP4001): a tail that reads ``A`` inside a loop (softmax_shfl.cu: the max is read by the
-sum's partial loop), scratch arrays read outside the exchange (layernorm.hip's helper result).
+Several such reductions in one block (softmax_shfl.cu, layernorm.hip: a later partial reads an
+earlier fold, later nests are wrapped in ``if (!done[..])``) are taken one at a time, in order;
+the reads of each fold after its exchange, the flags' test, one value per warp kept in a
+per-thread array, the write phase, the fusion of the row loops and the collapse into one row
+loop are in passes/unthread_warp_chain.py.
 """
 from __future__ import annotations
 
@@ -479,6 +482,8 @@ def _one(u, m, stmts, i, ctx):
     else:
         body += rest_row
     new_nest = o.with_(body=N.Block(tuple(body)))
+    if ctx.start is None:
+        ctx.start = new_nest
     if guard is not None:
         ctx.first = (new_nest, _body(guard.then)[0].target.base.name, W)
     else:
