@@ -1,4 +1,5 @@
-"""The BANG emulator checks a __memcpy against the declared array it starts in (XP4230), not
+"""The BANG emulator checks a __memcpy (and, since 2026-12-05, every __bang_* operand) against the
+declared array it starts in (XP4230), not
 only against the on-chip memory: a copy one row past a ``__nram__`` buffer that stays inside
 NRAM used to pass silently (it wrote the next array; the planted ``i_rows = 32768 % N`` mutants
 of gemm.c -> bang did exactly that, docs/repair.md "Uncaught mutants")."""
@@ -38,3 +39,19 @@ def test_copy_past_the_array_is_reported(k, which, what):
     assert runtime_code(p) == "XP4230", p.stderr
     assert what in p.stderr and "past the array's end" in p.stderr
     assert "array_extent.mlu:" in p.stderr      # the copy's line
+
+
+def test_a_vector_op_past_its_array_is_reported(k):
+    # __bang_add over 64 floats from a + 32: the last 32 lie in b, still NRAM
+    p = k.run({"x": f32(np.arange(96)), "out": (128,)}, {"which": 6, "n": 65}, expect_rc=97)
+    assert runtime_code(p) == "XP4230", p.stderr
+    assert "__bang_add" in p.stderr and "at byte 128 of __nram__ array 'a' (256 bytes" in p.stderr
+    assert "past the array's end" in p.stderr
+
+
+def test_a_vector_op_starting_in_no_array_is_reported(k):
+    # b + 64 is the first byte after the last array: free NRAM, but past the end of b
+    # (conv1d.mlu's tmp row at Cin = 2977 did this, unseen until 2026-12-05)
+    p = k.run({"x": f32(np.arange(96)), "out": (128,)}, {"which": 7, "n": 64}, expect_rc=97)
+    assert runtime_code(p) == "XP4230", p.stderr
+    assert "lies in no declared array" in p.stderr and "past the end of __nram__ array 'b'" in p.stderr

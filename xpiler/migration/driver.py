@@ -447,7 +447,8 @@ def check_source(src: Path, sspec: Spec, seeds, jobs: int, timeout: float, deadl
     lim = source_check_limit(timeout)
     use_ref = bool(sspec.reference)
     v = compare_kernels(src, sspec, against=None if use_ref else (src, sspec), use_reference=use_ref, seeds=seeds,
-                        jobs=jobs, sanitize=False, timeout=lim, deadline=deadline, stop_on_failure=True)
+                        jobs=jobs, sanitize=False, timeout=lim, deadline=deadline, stop_on_failure=True,
+                        source_check=True)
     v.oracle = "source check: " + v.oracle
     if v.verified or all(f.code == "XP4020" for f in v.failures):
         return v
@@ -567,7 +568,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
               max_abs_error=src_verdict.max_abs_error, max_rel_error=src_verdict.max_rel_error,
               oracle=src_verdict.oracle, max_run_s=round(src_verdict.max_run_s, 3),
               time_limit_s=source_check_limit(timeout), run_limit_s=run_limit,
-              failures=[f.to_json() for f in src_verdict.failures[:5]])
+              failures=[f.to_json() for f in src_verdict.failures[:5]], notes=list(src_verdict.notes))
+    for d in src_verdict.derived:   # derived sizes outside the source's domain (the tester's notes)
+        why = next((n.split(": the source kernel itself fails there ", 1)[1] for n in src_verdict.notes
+                    if n.startswith(f"derived instance {d['name']} left out:")), None)
+        if why:
+            diags.append(XPError("XP4062", name=d["name"], sizes=", ".join(f"{k}={v}" for k, v in d["sizes"].items()),
+                                 why=why.strip("()")))
     out_of_time = None      # what the time budget cut, once it is spent (said in the diagnostics)
     if not src_verdict.verified:
         out_of_time = f"the source check was cut after {time.time() - t0:.1f} s"

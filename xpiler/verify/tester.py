@@ -316,7 +316,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                     seeds=DEFAULT_SEEDS, instances: list[str] | None = None, sanitize: bool = True,
                     timeout: float = 120.0, mem_mb: int = 4096, jobs: int = 2,
                     progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
-                    stop_on_failure: bool = False, derive_boundaries: bool = True) -> Verdict:
+                    stop_on_failure: bool = False, derive_boundaries: bool = True,
+                    source_check: bool = False) -> Verdict:
     """Run ``candidate`` on every instance × seed and compare with the oracle(s).
 
     ``deadline`` (a ``time.time()`` value, e.g. the end of a migration's budget): no run is
@@ -326,6 +327,10 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
     limit, not one per run, for a kernel that hangs).
     ``derive_boundaries``: add the boundary instances derived from the loops of the candidate
     (and of the source kernel) unless the spec says ``[test] derive_boundaries = false``.
+    A derived instance on which the source kernel itself fails at run time (an emulator error,
+    a crash, a sanitizer report) is outside the source's domain: it is left out with a note, for
+    the candidate too (``source_check``: the candidate *is* the source kernel, the driver's
+    check of its input). The spec's own instances are never left out.
     """
     t0 = time.time()
     candidate = Path(candidate)
@@ -388,6 +393,28 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         def cut_failure(inst, seed, what):
             return RunFailure("XP4020", f"time budget spent: {what}", inst.name, seed)
 
+        def outside_domain(inst, fl):
+            """A derived instance the source kernel fails at run time: not the source's domain, so
+            not a test of the candidate either; said in the verdict's notes."""
+            note = (f"derived instance {inst.name} left out: the source kernel itself fails there "
+                    f"({fl.code}: {fl.message[:300]})")
+            if note not in verdict.notes:
+                verdict.notes.append(note)
+            return [], 0.0, 0.0
+
+        def source_failure(inst, seed, arrays):
+            """Run the source kernel on a derived instance the candidate failed at run time: its
+            failure (not a timeout), or None when it runs."""
+            src_inst = src_runner.spec.instances([inst.name]) or _twin(src_runner.spec, inst, derived)
+            slim = limit()
+            if not src_inst or slim is None:
+                return None
+            sgot, soc = src_runner.run(src_inst[0], {k: v.copy() for k, v in arrays.items()}, f"src-{seed}", seed,
+                                       timeout=slim)
+            if sgot is not None or soc.reason == "timeout":
+                return None
+            return _failure_from_outcome(soc, inst, seed, slim, mem_mb)
+
         def one(task):
             inst, seed, runner = task
             if stop[0]:
@@ -404,7 +431,14 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                 if oc.reason == "timeout" and lim < timeout:
                     return [cut_failure(inst, seed, f"run stopped after {lim:.3g} s (its own limit is "
                                                          f"{timeout:g} s)")], 0.0, 0.0
-                return [_failure_from_outcome(oc, inst, seed, lim, mem_mb)], 0.0, 0.0
+                fl = _failure_from_outcome(oc, inst, seed, lim, mem_mb)
+                if inst.name in derived_names and oc.reason != "timeout":
+                    if source_check:
+                        return outside_domain(inst, fl)
+                    sfl = source_failure(inst, seed, arrays) if src_runner is not None else None
+                    if sfl is not None:
+                        return outside_domain(inst, sfl)
+                return [fl], 0.0, 0.0
             _runtime_notes(oc, verdict.notes)
             mabs = mrel = 0.0
             ref_exp, ref_fails = None, []
@@ -433,6 +467,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                             return fails + [cut_failure(inst, seed, f"source run stopped after {slim:.3g} s")], \
                                 mabs, mrel
                         fl = _failure_from_outcome(soc, inst, seed, slim, mem_mb)
+                        if inst.name in derived_names and soc.reason != "timeout":
+                            return outside_domain(inst, fl)
                         fl.message = "the SOURCE kernel failed: " + fl.message
                         fails.append(fl)
                     else:

@@ -226,11 +226,17 @@ inline void need_mem(Loc loc, const char* code_space, const char* code_end, cons
             op, role, kMemName[want], w.off, bytes, (long long)(w.off + (size_t)bytes - capacity(want)),
             kMemName[want], capacity(want));
 }
+inline void need_in_array(Loc loc, const char* op, const char* role, const void* p, long long bytes, int mem);
+/* An operand of a __bang_* operation: in this task's NRAM (WRAM), and inside the declared array it
+ * starts in (XP4230, as for copies): a vector op past a __nram__ array that stays inside NRAM
+ * would silently read or write the next array. */
 inline void need_nram(Loc loc, const char* op, const char* role, const void* p, long long bytes) {
   need_mem(loc, "XP3058", "XP3059", op, role, p, bytes, MEM_NRAM);
+  need_in_array(loc, op, role, p, bytes, MEM_NRAM);
 }
 inline void need_wram(Loc loc, const char* op, const char* role, const void* p, long long bytes) {
   need_mem(loc, "XP3058", "XP3059", op, role, p, bytes, MEM_WRAM);
+  need_in_array(loc, op, role, p, bytes, MEM_WRAM);
 }
 
 /* ------------------------------------------------------------ allocation */
@@ -248,7 +254,7 @@ inline const char* qual_name(int m) { return m == MEM_NRAM ? "__nram__" : m == M
  * starts in no recorded array is checked against the memory only, as before. */
 struct ArrayRec { int mem; size_t off; size_t bytes; const char* name; const char* file; int line; };
 constexpr int kMaxArrays = 64;
-struct TaskArrays { int n; ArrayRec rec[kMaxArrays]; };
+struct TaskArrays { int n; int live; ArrayRec rec[kMaxArrays]; };   /* live: declared and in scope, recorded or not */
 static __thread TaskArrays tls_arrays;
 inline std::vector<ArrayRec>& static_arrays() { static std::vector<ArrayRec> v; return v; }
 
@@ -271,7 +277,27 @@ inline void need_in_array(Loc loc, const char* op, const char* role, const void*
   Where w = locate(p);
   if (w.mem != mem || !w.own) return;
   ArrayRec a;
-  if (!array_at(mem, w.off, &a)) return;
+  if (!array_at(mem, w.off, &a)) {
+    /* every byte of on-chip memory a kernel may touch belongs to a declared array: an operand
+     * that starts in none (e.g. right after the last one) is past the end of the array its
+     * pointer came from.  Only said when every live array is recorded. */
+    if (tls_arrays.live > kMaxArrays) return;
+    const ArrayRec* before = nullptr;
+    for (int i = 0; i < tls_arrays.n; ++i) {
+      const ArrayRec& r = tls_arrays.rec[i];
+      if (r.mem == mem && r.off <= w.off && (!before || r.off > before->off)) before = &r;
+    }
+    std::vector<ArrayRec> st;
+    { std::lock_guard<std::mutex> lk(reg_mutex()); st = static_arrays(); }
+    for (const ArrayRec& r : st)
+      if (r.mem == mem && r.off <= w.off && (!before || r.off > before->off)) before = &r;
+    if (before)
+      fail_at(loc, "XP4230", "%s: %s at %s offset %zu lies in no declared array: it starts %zu bytes past the end of %s array '%s' (%zu bytes, declared at %s:%d)",
+              op, role, kMemName[mem], w.off, w.off - (before->off + before->bytes), qual_name(mem), before->name,
+              before->bytes, before->file ? before->file : "?", before->line);
+    fail_at(loc, "XP4230", "%s: %s at %s offset %zu lies in no declared %s array", op, role, kMemName[mem], w.off,
+            qual_name(mem));
+  }
   size_t end = a.off + a.bytes;
   if (w.off + (size_t)bytes > end) {
     if (w.off >= end)
@@ -331,8 +357,9 @@ struct ScopedAlloc {
     top = off + bytes;
     std::memset(ptr, kPoison, bytes);
     if (tls_arrays.n < kMaxArrays) tls_arrays.rec[tls_arrays.n++] = ArrayRec{m, off, bytes, name, file, line};
+    ++tls_arrays.live;
   }
-  ~ScopedAlloc() { (m_top()) = saved; tls_arrays.n = saved_arrays; }
+  ~ScopedAlloc() { (m_top()) = saved; tls_arrays.n = saved_arrays; --tls_arrays.live; }
   size_t& m_top() { return mem == MEM_NRAM ? tls.nram_top : tls.wram_top; }
   ScopedAlloc(const ScopedAlloc&) = delete;
   ScopedAlloc& operator=(const ScopedAlloc&) = delete;
@@ -397,6 +424,7 @@ inline void* task_main(void* vp) {
   Ctx& c = tls;
   std::memset(&c, 0, sizeof c);
   tls_arrays.n = 0;
+  tls_arrays.live = 0;
   c.task_id = a->task_id;
   c.task_dim = L.task_dim;
   c.core_dim = L.core_dim;
