@@ -660,7 +660,7 @@ def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
         if not gm or i not in (d, g):
             continue
         E = gm.group(2)
-        if lines[g + 1] != f"const int {v} = {end};" or re.sub(r"\s", "", lines[g + 2]) != re.sub(
+        if g + 2 >= len(lines) or lines[g + 1] != f"const int {v} = {end};" or re.sub(r"\s", "", lines[g + 2]) != re.sub(
                 r"\s", "", f"__mmask16 tail_mask = (__mmask16)((1u << ({E} - {v})) - 1u);"):
             return None
         tblk = _block(lines, g)
