@@ -314,8 +314,19 @@ def apply(program: N.Program, *, entry: str, **params):
         return _simt_apply(program, entry, **params)
     func, sites = _sites(program, entry, **params)
     body = func.body
+    done = []
     for loop, repl in sites:
-        body = U.replace_stmt(body, loop, list(repl) if isinstance(repl, (list, tuple)) else [repl])
+        try:
+            body = U.replace_stmt(body, loop, list(repl) if isinstance(repl, (list, tuple)) else [repl])
+        except KeyError:
+            # two sites where one loop nests in the other (a row loop and its inner loop): the
+            # replacement applied first was built from the original statements, the other one's
+            # loop is gone with it; the first stands (the program is tested as always)
+            from xpiler.ir.visit import walk
+            if not any(any(n is loop for n in walk(o)) or any(n is o for n in walk(loop)) for o in done):
+                raise
+            continue
+        done.append(loop)
     if program.dialect == "bang":
         from .patterns import bang_rows as BR
         body = BR.hoist_scratch(body)          # scratch rows a replacement declared -> kernel top

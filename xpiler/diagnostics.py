@@ -147,6 +147,7 @@ _ROWS: list[tuple[str, str, str, str]] = [
     ("XP4230", "error", "{op}: {role} at byte {offset} of {qualifier} array '{name}' ({size} bytes, declared at {file}:{line}) with {bytes} bytes runs {over} bytes past the array's end", "BANG emulator: the copy stays inside the on-chip memory but leaves the declared array it starts in, so it writes (or reads) whatever lies after it. Fix the copy size or the row count that scales it (e.g. rows per block = capacity / row length, not %), or declare the array large enough."),
     # --- internal ------------------------------------------------------------------------------
     ("XP9001", "error", "internal error: {detail}", "Please report this with the command line and the files."),
+    ("XP9002", "warning", "internal error in the {pass_name} pass, so that step was not taken: {detail}", "The migration went on without this step (other candidates and plans were tried) and its result is tested as always; the failure is in the provenance log (a note with the traceback). Please report this with the command line and the files."),
 ]
 
 

@@ -766,6 +766,15 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             refusals.append((pname, e, stage.dialect))
             log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
                       why=e.why)
+        except Exception as e:   # a crash inside one pass is a refused step, never the end of the migration
+            import traceback
+            sym = None
+            detail = f"{type(e).__name__}: {e}"
+            diags.append(XPError("XP9002", pass_name=pname, detail=detail))
+            log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code="XP9002",
+                      why=detail)
+            log.event("note", what="internal error in a pass", pass_name=pname, error=detail,
+                      traceback=traceback.format_exc(limit=8)[-4000:])
         if policy is not None and k >= done_steps:
             from ..frontend import parse_text
             from ..proposers.protocol import PassContext
