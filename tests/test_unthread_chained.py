@@ -140,3 +140,16 @@ def test_a_fold_broadcast_through_shared_memory_after_the_barrier_verifies(tmp_p
 ])
 def test_shared_memory_broadcast_refusals(tmp_path, edits, why):
     _refused(tmp_path, SOFTMAX_SHFL, "softmax", _SHARED_DECL + edits, why)
+
+
+def test_softmax_wave64_broadcast_of_lane_0_becomes_one_row_loop_and_verifies(tmp_path):
+    # examples/wild: a __shfl_down tree, then __shfl(v, 0) hands lane 0's value to every lane; the
+    # helper's result is copied into 'm' at the top of the next nest (a fold copy)
+    src = EXAMPLES / "wild" / "softmax" / "softmax_wave64.hip"
+    p, sp = _recovered(src)
+    q = unthread.apply(p, entry=sp.entry)
+    body = _body(q, sp.entry)
+    assert "wave_max_result" not in body and "xpd_" not in body and "done" not in body
+    assert "for (int row = 0; row < rows; ++row)" in body and "s_acc += expf(xr_r[c_1] - m_rowv);" in body
+    v = _verify_c(tmp_path, q, src, sp)
+    assert v.verified, v.failures[:1]
