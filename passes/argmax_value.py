@@ -35,7 +35,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, walk
 
-from .base import PassError
+from .base import PassError, applying_steps
 from . import phases
 
 NAME = "argmax_value"
@@ -171,13 +171,4 @@ def apply(program, *, entry: str | None = None, **_):
     return program.with_(items=tuple(items))
 
 
-def check(program, **params) -> None:
-    apply(program, **params)
-
-
-def candidates(program, target: str | None = None) -> list[dict]:
-    try:
-        apply(program)
-    except PassError:
-        return []
-    return [{}]
+check, candidates = applying_steps(apply)

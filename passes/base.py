@@ -56,3 +56,20 @@ def available() -> list[str]:
         except ImportError:
             pass
     return out
+
+
+def applying_steps(apply):
+    """``check`` and ``candidates`` of a step without parameters whose only test is applying it:
+    ``check`` applies it (a PassError says why not), ``candidates`` offers ``{}`` once when it
+    applies and nothing when it is refused."""
+    def check(program, **params) -> None:
+        apply(program, **params)
+
+    def candidates(program, target: str | None = None) -> list[dict]:
+        try:
+            apply(program)
+        except PassError:
+            return []
+        return [{}]
+    return check, candidates
+

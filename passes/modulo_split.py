@@ -36,7 +36,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, substitute, walk
 
-from .base import PassError
+from .base import PassError, applying_steps
 from .guard_loops import _assigned, _loose_exit, _reads_memory
 from . import phases
 
@@ -164,13 +164,4 @@ def apply(program, *, entry: str | None = None, loop: str | None = None, **_):
     return program.with_(items=tuple(items))
 
 
-def check(program, **params) -> None:
-    apply(program, **params)
-
-
-def candidates(program, target: str | None = None) -> list[dict]:
-    try:
-        apply(program)
-    except PassError:
-        return []
-    return [{}]
+check, candidates = applying_steps(apply)
