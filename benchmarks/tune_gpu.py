@@ -147,7 +147,9 @@ def main() -> int:
     srcs = sources(only)
     if a.sources:
         want = {x.strip() for x in a.sources.split(",") if x.strip()}
-        srcs = [s for s in srcs if f"{s.parent.name}/{s.name}" in want]
+        order = [x.strip() for x in a.sources.split(",") if x.strip()]
+        srcs = sorted((s for s in srcs if f"{s.parent.name}/{s.name}" in want),
+                      key=lambda s: order.index(f"{s.parent.name}/{s.name}"))    # in the order given
     kinds = [False] if a.no_tuned else [True] if a.untuned_from else [True, False]
     jobs = [(s, (work / "tuned" if t else untuned_dir) / f"{s.name}__to__cuda", t) for s in srcs for t in kinds]
     if a.phase == "time":
