@@ -25,8 +25,10 @@ PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "
 #: ``vectorize_simt`` gives a cuda/hip elementwise loop float4 loads and stores,
 #: ``unthread`` turns recovered cyclic thread nests and block reduction trees into plain loops,
 #: ``modulo_split`` turns a loop indexing ``seg[i % m]`` (BANG cycle ops) into rows of ``m``,
-#: ``argmax_value`` turns a max / min search whose index is never read into a fold
-STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt", "unthread", "modulo_split", "argmax_value")
+#: ``argmax_value`` turns a max / min search whose index is never read into a fold,
+#: ``flatten_lanes`` turns a detensorized vector loop and its lane loops into one element loop
+STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt", "unthread", "modulo_split", "argmax_value",
+         "flatten_lanes")
 
 
 class PassError(XPError):

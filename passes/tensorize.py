@@ -53,7 +53,7 @@ Without ``micro`` a c program gets the loop vectorizer as before.
 from __future__ import annotations
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import walk
+from xpiler.ir.visit import substitute, walk
 
 from .base import PassError
 from .patterns import common as U
@@ -78,6 +78,9 @@ def _bang_elementwise_sites(program, func, ops=None, strict=False):
         if len(stmts) != 1 or not isinstance(stmts[0], N.Assign) or stmts[0].op != "=":
             continue
         st = stmts[0]
+        consts = _const_lets_before(func, loop, lets)
+        if consts:      # ``const float zero = 0.0f; ... y[i] = v > zero ? v : zero``: the constant's value
+            st = st.with_(value=substitute(st.value, consts))
         tgt = st.target
         if not (isinstance(tgt, N.Index) and isinstance(tgt.base, N.Var) and U.is_var(tgt.index, loop.var)):
             continue
@@ -128,6 +131,20 @@ def _bang_elementwise_sites(program, func, ops=None, strict=False):
         call = U.call(name, N.Var(dst), *[N.Var(b) for b in order], n_expr)
         sites.append((loop, call.with_(loc=loop.loc)))
     return sites
+
+
+def _const_lets_before(func, loop, lets: dict) -> dict:
+    """{name: constant} of the scalars declared at the top level of ``func`` before the statement
+    holding ``loop``, with a numeric constant initializer, declared once and never assigned
+    (``lets``: :func:`~passes.patterns.common.decl_lets`): their value wherever the loop reads them."""
+    out = {}
+    for s in func.body.stmts:
+        if s is loop or any(n is loop for n in walk(s)):
+            return out
+        if (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and isinstance(s.init, N.Const)
+                and isinstance(s.init.value, (int, float)) and lets.get(s.name) is s.init):
+            out[s.name] = s.init
+    return {}
 
 
 def _is_zero(e):

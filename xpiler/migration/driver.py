@@ -727,9 +727,11 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         return fixed
 
     def probe(plan) -> str | None:
-        """Why a plan with a required step is not worth running (None: it is). The passes are
-        applied without tests; only the required step's applicability is looked at."""
+        """Why a plan with required steps is not worth running (None: it is). The passes are
+        applied without tests, up to the last required step; only the required steps'
+        applicability is looked at."""
         cur = source_stage
+        last = max((k for k, (_, pp) in enumerate(plan) if pp.get(REQUIRE)), default=-1)
         for k, (pname, pparams) in enumerate(plan):
             call = {key: v for key, v in pparams.items() if key != REQUIRE}
             try:
@@ -739,8 +741,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                     return f"{pname}: {e.code} {e.why}"
             except Exception as e:  # a probe never breaks a migration
                 return f"{pname}: {type(e).__name__}"
-            if pparams.get(REQUIRE):
-                return None  # the required step applies: the later steps are the plan's business
+            if k == last:
+                return None  # the required steps apply: the later steps are the plan's business
         return None
 
     bind_input = None   # the program the adopted binding step started from (the tuner's search root)

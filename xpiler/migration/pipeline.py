@@ -5,8 +5,8 @@ A pipeline is a list of ``(pass name, params)``. Passes that do not apply to a p
 to detensorize, no SIMT indices to recover) raise ``PassError("XP4002")`` and are skipped.
 ``plans(src, dst)`` lists alternative pipelines in order of preference: the driver runs the next
 one from the source when the previous did not reach a verified kernel in the target dialect.
-A plan with a step marked ``require`` is first probed (its passes applied without tests) and
-skipped when that step does not apply.
+A plan with steps marked ``require`` is first probed (its passes applied without tests) and
+skipped when any of those steps does not apply.
 """
 from __future__ import annotations
 
@@ -68,6 +68,14 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # (LDS) tiles and MFMA / WMMA for it; probed, the general plan when unblock does not apply
         matrix = general[:2] + [("unblock", {REQUIRE: True})] + general[2:]
         return [matrix, general]
+    if src == "c" and dst == "bang":
+        # a detensorized vector kernel (AVX-512 lane loops) is flattened to element loops
+        # (passes/flatten_lanes.py) so that cache / tensorize stage it in NRAM and write __bang_*
+        # vector ops; probed: run only when the flattening and a tensorize both apply, and the
+        # general plan follows unchanged when this one does not verify
+        lanes = general[:2] + [("flatten_lanes", {REQUIRE: True})] + general[2:-1] + [
+            ("tensorize", {"target": dst, REQUIRE: True})]
+        return [lanes, general]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"}), ("cache", {"target": "c"}), gemm_c],
                 [("binding", {"target": "c"})] + _finish("c")]

@@ -37,31 +37,13 @@ the passes one by one and ``xpiler replay`` re-derives the kernel from them.
 from __future__ import annotations
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import walk
+
+# lane loops and lane arrays are recognised as the c -> bang plan's step does (passes/flatten_lanes.py)
+from xpiler.passes.flatten_lanes import MAX_LANES, MAX_STEPS, is_lane_array as _lane_array, is_lane_loop  # noqa: F401
 
 from .step import Step, apply_step
 
 SIMT = ("cuda", "hip")
-#: a lane loop runs 0 .. L by 1 with a constant L up to this (AVX-512: 16 floats, 64 int8)
-MAX_LANES = 64
-#: at most this many fusions / contractions / collapses in one route (a bound on the walk)
-MAX_STEPS = 32
-
-
-def _const(e):
-    return e.value if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) else None
-
-
-def is_lane_loop(lp) -> bool:
-    """A loop over the lanes of one vector: ``for (l = 0; l < L; ++l)``, ``L`` constant, unbound."""
-    hi = _const(lp.hi)
-    return (isinstance(lp, N.For) and lp.binding is None and lp.cmp == "<" and _const(lp.lo) == 0
-            and _const(lp.step) == 1 and hi is not None and 0 < hi <= MAX_LANES)
-
-
-def _lane_array(fn, name: str) -> bool:
-    return any(isinstance(d, N.Decl) and d.name == name and isinstance(d.type, N.Array) and len(d.type.dims) == 1
-               and 0 < (_const(d.type.dims[0]) or 0) <= MAX_LANES for d in walk(fn.body))
 
 
 def _next(cur, ctx, pass_name: str, pick):
