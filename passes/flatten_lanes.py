@@ -14,13 +14,18 @@ cache and tensorize passes stage and vectorize a loop over elements (``c[i] = a[
 3. ``fuse(mode="collapse", loop=v)``: ``v`` and the lane loop inside it become one loop over
    ``v*L + l`` (``passes/collapse.py``: bijection by exact rules, no carried dependence by Z3).
 
+From cuda / hip (after loop recovery) the same step first turns short vectors into lanes
+(:func:`vectors_to_lanes`: ``float4`` locals loaded and stored whole through pointers cast from
+their element type, used otherwise by component only); ``vectors=True`` refuses (XP4002) a
+kernel without such vectors, so the plan that carries it is skipped for every other kernel.
+
 Every rewrite is the named pass's own ``apply``, which runs that pass's legality check; a
 candidate the pass refuses is skipped. The sub-steps are the ones the tuner's lane route offers
 for c -> cuda / hip (``xpiler/schedule/routes_lanes.py``, which logs them one by one); here the
 plan logs the whole normalization as one step, and ``xpiler replay`` re-derives it by running
 this step again (it is deterministic: candidates are taken in the passes' own order).
 
-Parameters: ``entry``. Refusals: XP4002 when no loop collapses (the program has no lane loop
+Parameters: ``entry``, ``vectors``. Refusals: XP4002 when no loop collapses (the program has no lane loop
 under a vector loop, so there is nothing to flatten: the plan without this step follows).
 """
 from __future__ import annotations
@@ -71,10 +76,174 @@ def _picks(fn, kind: str, params: dict) -> bool:
     return True
 
 
+# ------------------------------------------------------------------ short vectors -> lane arrays
+COMPONENTS = ("x", "y", "z", "w")
+
+
+def _vector_pointers(fn) -> dict | None:
+    """{p4: (q, n)} for each local ``const float4* p4 = (const float4*)q;`` (``q`` a pointer to the
+    vector's element type, ``p4`` never assigned); None when a vector pointer is made otherwise."""
+    decls = {d.name: d for d in walk(fn) if isinstance(d, N.Decl)}
+    decls.update({p.name: p for p in fn.params})
+    assigned = D.assigned_names(fn.body)
+    out = {}
+    for d in walk(fn.body):
+        if not (isinstance(d, N.Decl) and isinstance(d.type, N.Pointer) and isinstance(d.type.elem, N.Vector)):
+            continue
+        v = d.type.elem
+        init = d.init
+        q = init.expr if isinstance(init, N.Cast) else None
+        qd = decls.get(q.name) if isinstance(q, N.Var) else None
+        qt = getattr(qd, "type", None)
+        if (q is None or d.name in assigned or not isinstance(qt, N.Pointer) or not isinstance(qt.elem, N.Scalar)
+                or qt.elem.dtype != v.elem.dtype or q.name in assigned):
+            return None
+        out[d.name] = (q.name, v.n)
+    return out
+
+
+def _vector_locals(fn) -> dict:
+    """{name: Decl} of local short-vector variables (``float4 va``)."""
+    return {d.name: d for d in walk(fn.body) if isinstance(d, N.Decl) and isinstance(d.type, N.Vector)
+            and d.scope == "local" and 1 < d.type.n <= len(COMPONENTS)}
+
+
+def _uses_ok(fn, vptrs: dict, vecs: dict) -> bool:
+    """Vector pointers are used only as ``p4[e]`` loaded whole into a vector local or stored whole
+    from one; vector locals only by component (``va.x``), so loaded, and so stored."""
+    allowed = set()        # ids of the Var nodes whose use is one of the forms above
+    for n in walk(fn.body):
+        if isinstance(n, N.Decl) and n.name in vecs and n.init is not None:
+            if not (isinstance(n.init, N.Index) and isinstance(n.init.base, N.Var) and n.init.base.name in vptrs
+                    and vptrs[n.init.base.name][1] == n.type.n):
+                return False
+            allowed.add(id(n.init.base))
+        if isinstance(n, N.Assign) and isinstance(n.target, N.Index) and isinstance(n.target.base, N.Var) \
+                and n.target.base.name in vptrs:
+            if not (n.op == "=" and isinstance(n.value, N.Var) and n.value.name in vecs
+                    and vecs[n.value.name].type.n == vptrs[n.target.base.name][1]):
+                return False
+            allowed |= {id(n.target.base), id(n.value)}
+        if isinstance(n, N.Member) and isinstance(n.base, N.Var) and n.base.name in vecs:
+            if n.arrow or n.field not in COMPONENTS[:vecs[n.base.name].type.n]:
+                return False
+            allowed.add(id(n.base))
+    return all(id(n) in allowed for n in walk(fn.body) if isinstance(n, N.Var) and n.name in set(vptrs) | set(vecs))
+
+
+def _c(v: int) -> N.Const:
+    return N.Const(v, "int32", str(v))
+
+
+def _lane_loop(var: str, n: int, stmt) -> N.For:
+    return N.For(var, _c(0), _c(n), _c(1), N.Block((stmt,)), loc=getattr(stmt, "loc", None))
+
+
+def _component_of(s, vecs) -> int | None:
+    """The one component index every vector access of ``s`` names, or None."""
+    ks = {COMPONENTS.index(n.field) for n in walk(s)
+          if isinstance(n, N.Member) and isinstance(n.base, N.Var) and n.base.name in vecs}
+    return ks.pop() if len(ks) == 1 else None
+
+
+def _template(s, vecs, lane) -> object:
+    from xpiler.ir.visit import rewrite
+    return rewrite(s, lambda n: N.Index(N.Var(n.base.name), lane) if isinstance(n, N.Member)
+                   and isinstance(n.base, N.Var) and n.base.name in vecs else n)
+
+
+def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
+    """Short vectors (``float4``) read and written through a cast pointer become lane arrays and
+    lane loops (None when the function has none, or uses one another way)::
+
+        float4 va = a4[i];            ->  float va[4]; for (l = 0; l < 4; ++l) va[l] = a[4 * i + l];
+        vc.x = va.x + vb.x; ... .w    ->  for (l = 0; l < 4; ++l) vc[l] = va[l] + vb[l];
+        c4[i] = vc;                   ->  for (l = 0; l < 4; ++l) c[4 * i + l] = vc[l];
+
+    ``a4 = (const float4*)a`` reads the same ``n`` consecutive elements of ``a``, in the same
+    order, as the lane loop; a run of ``n`` statements is made one lane loop only when statement
+    ``k`` names component ``k`` alone and all ``n`` are the same statement of the component index."""
+    from xpiler.ir.visit import rewrite
+    from .patterns.common import fresh, replace_func
+    fn = program.func(entry)
+    if fn.body is None:
+        return None
+    vptrs, vecs = _vector_pointers(fn), _vector_locals(fn)
+    if not vptrs or not vecs or not _uses_ok(fn, vptrs, vecs):
+        return None
+    names = []
+
+    def lane_var():
+        base = fresh(fn, "xfl_l")
+        k = len(names) + 1
+        while f"{base}{k}" in names or fresh(fn, f"{base}{k}") != f"{base}{k}":
+            k += 1
+        names.append(f"{base}{k}")
+        return names[-1]
+
+    def elem(p4, e, lane):
+        q, n = vptrs[p4]
+        return N.Index(N.Var(q), N.BinOp("+", N.BinOp("*", _c(n), e), lane))
+
+    def block(b):
+        if not isinstance(b, N.Block):
+            return b
+        out, stmts, k = [], list(b.stmts), 0
+        while k < len(stmts):
+            s = stmts[k]
+            if isinstance(s, N.Decl) and s.name in vecs:
+                n = s.type.n
+                out.append(N.Decl(s.name, N.Array(s.type.elem, (_c(n),)), loc=s.loc))
+                if s.init is not None:
+                    lv = lane_var()
+                    out.append(_lane_loop(lv, n, N.Assign(N.Index(N.Var(s.name), N.Var(lv)), "=",
+                                                          elem(s.init.base.name, s.init.index, N.Var(lv)), loc=s.loc)))
+                k += 1
+                continue
+            if isinstance(s, N.Assign) and isinstance(s.target, N.Index) and isinstance(s.target.base, N.Var) \
+                    and s.target.base.name in vptrs:
+                lv = lane_var()
+                n = vptrs[s.target.base.name][1]
+                out.append(_lane_loop(lv, n, N.Assign(elem(s.target.base.name, s.target.index, N.Var(lv)), "=",
+                                                      N.Index(N.Var(s.value.name), N.Var(lv)), loc=s.loc)))
+                k += 1
+                continue
+            c0 = _component_of(s, vecs) if isinstance(s, N.Assign) else None
+            if c0 == 0:
+                # a run of n statements, statement j naming component j only, all one template
+                n = min(vecs[x.base.name].type.n for x in walk(s) if isinstance(x, N.Member)
+                        and isinstance(x.base, N.Var) and x.base.name in vecs)
+                run = stmts[k:k + n]
+                probe = N.Var("__xfl_lane")
+                if (len(run) == n and all(isinstance(r, N.Assign) and _component_of(r, vecs) == j
+                                          for j, r in enumerate(run))
+                        and all(_template(r, vecs, probe) == _template(s, vecs, probe) for r in run)):
+                    lv = lane_var()
+                    out.append(_lane_loop(lv, n, _template(s, vecs, N.Var(lv))))
+                    k += n
+                    continue
+            out.append(s)
+            k += 1
+        return b.with_(stmts=tuple(out))
+
+    body = rewrite(fn.body, block)
+    # a component read or written outside a run: the lane array's element
+    body = rewrite(body, lambda n: N.Index(N.Var(n.base.name), _c(COMPONENTS.index(n.field)))
+                   if isinstance(n, N.Member) and isinstance(n.base, N.Var) and n.base.name in vecs else n)
+    # the vector pointers are no longer read
+    body = rewrite(body, lambda b: b.with_(stmts=tuple(x for x in b.stmts if not (
+        isinstance(x, N.Decl) and x.name in vptrs))) if isinstance(b, N.Block) else b)
+    return replace_func(program, fn, fn.with_(body=body))
+
+
 def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
     """The program after the lane fusions, contractions and collapses, and the ``(pass, params)``
     applied, in order."""
     done = []
+    vec = vectors_to_lanes(program, entry)
+    if vec is not None:
+        program = vec
+        done.append(("vectors_to_lanes", {"entry": entry}))
     for kind in ("fuse", "contraction", "collapse"):
         for _ in range(MAX_STEPS):
             fn = program.func(entry)
@@ -92,18 +261,19 @@ def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
     return program, done
 
 
-def check(program: N.Program, *, entry: str, **_) -> None:
-    apply(program, entry=entry)
+def check(program: N.Program, *, entry: str, vectors: bool = False, **_) -> None:
+    apply(program, entry=entry, vectors=vectors)
 
 
-def apply(program: N.Program, *, entry: str, **_) -> N.Program:
-    if program.dialect != "c":
-        raise PassError(NAME, f"program is {program.dialect}; lane loops are flattened in c", None, "XP4002")
+def apply(program: N.Program, *, entry: str, vectors: bool = False, **_) -> N.Program:
     try:
         program.func(entry)
     except KeyError:
         raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
     out, done = flatten(program, entry)
+    if vectors and not any(name == "vectors_to_lanes" for name, _ in done):
+        raise PassError(NAME, f"'{entry}' reads and writes no short vectors (float4) through cast pointers",
+                        None, "XP4002")
     if not any(p.get("mode") == "collapse" for _, p in done):
         raise PassError(NAME, f"no vector loop of '{entry}' with a lane loop inside collapses to a flat loop",
                         None, "XP4002")

@@ -47,7 +47,12 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         plain = general[:2] + [("untile", {})] + general[2:]
         # (unthread before untile: the probe stops at any real refusal before the required step,
         # and untile refuses (XP4001) some kernels unthread applies to, e.g. self_attention.hip)
-        return [plain[:2] + [("unthread", {REQUIRE: True})] + plain[2:], plain]
+        # a kernel on short vectors (float4 through cast pointers) is first tried with its vectors
+        # made lane loops and flattened to element loops (passes/flatten_lanes.py, vectors=True:
+        # skipped unless the kernel has such vectors), then __bang_* vector ops
+        lanes = general[:2] + [("flatten_lanes", {"vectors": True, REQUIRE: True})] + general[2:-1] + [
+            ("tensorize", {"target": dst, REQUIRE: True})]
+        return [lanes, plain[:2] + [("unthread", {REQUIRE: True})] + plain[2:], plain]
     # a float32 gemm / bmm nest going to c: the register-tiled AVX-512 form (passes/patterns/x86_gemm.py)
     # after un-tiling (SIMT) or un-blocking (BANG); probed (skipped unless that tensorize applies),
     # and the general plan follows unchanged when it does not verify. From SIMT the unthread plan
