@@ -275,7 +275,7 @@ def _plan(program: N.Program, entry: str, target=None, chunk="auto", rows="auto"
 SIMT_TILES = (8, 16, 32)
 
 
-def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_name=NAME):
+def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_name=NAME, simple=True):
     """(Contraction, tile) for a cuda/hip matmul-like kernel, or PassError."""
     from .patterns import simt_tile as ST
     try:
@@ -283,14 +283,19 @@ def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_na
     except KeyError:
         raise PassError(pass_name, f"no function '{entry}'", None, "XP4002")
     try:
-        ct = ST.analyse(program, func)
+        ct = ST.analyse(program, func, wider=True)
     except ST.NotMatmul as e:
         node = e.node if getattr(e.node, "loc", None) is not None else func
         raise PassError(pass_name, f"kernel '{entry}': {e.why}", node, "XP4001" if e.illegal else "XP4002")
+    if ct.per_row and (double or not simple):
+        raise PassError(pass_name, f"kernel '{entry}': the per-row form (the row operand '{ct.A}' has no column "
+                                   f"index) has one tile and no register-blocked or double-buffered variant",
+                        ct.root, "XP4001")
     T = 16 if tile in (None, "auto") else int(tile)
     if T <= 0 or T * T > 1024:
         raise PassError(pass_name, f"tile {T}: a block of {T}x{T} threads exceeds 1024 threads", ct.root)
-    need = T * T * (U.ELEM_BYTES[ct.dtypes["A"]] + U.ELEM_BYTES[ct.dtypes["B"]]) * (2 if double else 1)
+    need = T * T * (U.ELEM_BYTES[ct.dtypes["A"]] + (0 if ct.per_row else U.ELEM_BYTES[ct.dtypes["B"]])) * \
+        (2 if double else 1)
     have = U.static_bytes(program, func, "shared")
     if have + need > U.SHARED_BYTES:
         raise PassError(pass_name, f"tile {T}: buffers '{ct.A}'/'{ct.B}' need {have + need} bytes of shared "
@@ -303,7 +308,7 @@ def plan_regtile(program: N.Program, entry: str, tile, thread_tile, bk, double=F
     from .patterns import simt_regtile as RT
     if double:
         raise PassError(pass_name, "the register-blocked form has one buffer (no double=True)", None, "XP4001")
-    ct, _ = plan_simt(program, entry, "auto", False, pass_name)
+    ct, _ = plan_simt(program, entry, "auto", False, pass_name, simple=False)
     BM, TM, BK = int(tile), int(thread_tile), int(bk or 8)
     why = RT.check_shape(ct, BM, TM, BK)
     if why:
@@ -326,7 +331,7 @@ def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec
                         "XP4001")
     if double:
         raise PassError(pass_name, "the register-blocked form has one buffer (no double=True)", None, "XP4001")
-    ct, _ = plan_simt(program, entry, "auto", False, pass_name)
+    ct, _ = plan_simt(program, entry, "auto", False, pass_name, simple=False)
     BM, TM, BK = int(tile), int(thread_tile), int(bk or 8)
     BN, TN, prefetch = int(tile_n or tile), int(thread_tile_n or thread_tile), bool(prefetch)
     why = RT.check_wide(ct, BM, BN, TM, TN, BK, prefetch)
@@ -379,6 +384,8 @@ def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread
         return ST.rebuild(program, ct, RT.body(ct, program.dialect, BM, TM, BK)), RT.launch(ct, program.dialect,
                                                                                             BM, TM)
     ct, T = plan_simt(program, entry, tile, double, pass_name)
+    if ct.per_row:
+        return ST.rebuild(program, ct, ST.rowvec_body(ct, program.dialect, T)), ST.launch_rowvec(ct, program.dialect, T)
     prog = ST.rebuild(program, ct, ST.tiled_body(ct, program.dialect, T, bool(double)))
     return prog, ST.launch(ct, program.dialect, T, T, T, T)
 

@@ -16,7 +16,9 @@ def _notes(log):
 def test_simt_to_simt_tries_the_matrix_plan_first():
     ps = plans("cuda", "hip")
     assert ps[0][-1] == ("tensorize", {"target": "hip", REQUIRE: True})
-    assert ("binding", {"target": "hip", "mode": "retarget"}) in ps[1]
+    # then the staged plan (through loops, probed: skipped unless cache stages on chip), no untile
+    assert ("cache", {"target": "hip", REQUIRE: True}) in ps[1] and "untile" not in [n for n, _ in ps[1]]
+    assert ("binding", {"target": "hip", "mode": "retarget"}) in ps[2]
     # bang -> c: only the register-tiled gemm plan (tests/test_x86_gemm.py) is probed
     assert all(not p.get(REQUIRE) for plan in plans("bang", "c")[1:] for _, p in plan)
 
@@ -25,7 +27,8 @@ def test_matrix_plan_is_skipped_when_no_matrix_instruction_applies(tmp_path):
     r = migrate(EXAMPLES / "relu" / "relu.cu", to="hip", outdir=tmp_path / "o", perf=False)
     assert r.verified
     skipped = [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
-    assert len(skipped) == 1 and skipped[0]["plan"] == 0 and "tensorize" in skipped[0]["why"]
+    assert [n["plan"] for n in skipped] == [0, 1] and "tensorize" in skipped[0]["why"]
+    assert skipped[1]["why"].startswith("cache:")
     assert "__builtin_amdgcn_mfma" not in r.code
     # the skipped plan ran no test: every tested stage belongs to the retarget plan
     events = [json.loads(x) for x in r.log_path.read_text().splitlines()]

@@ -70,6 +70,7 @@ class Contraction:
     op_b: N.Expr
     dtypes: dict = field(default_factory=dict)   # {"A":..., "B":..., "C":...}
     acc_dtype: str = "float32"
+    per_row: bool = False            # C[b,i,j] = sum_k A[b,i,k] * B[b,i,k,j] (B also uses i): rowvec_body
 
     @property
     def elem(self) -> str:
@@ -159,8 +160,12 @@ def _unit_loop(loop):
     return isinstance(loop, N.For) and _is_zero(loop.lo) and isinstance(loop.step, N.Const) and loop.step.value == 1
 
 
-def analyse(program: N.Program, func: N.Func) -> Contraction:
-    """The contraction the kernel's bound loop nest computes (NotMatmul when it is none)."""
+def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contraction:
+    """The contraction the kernel's bound loop nest computes (NotMatmul when it is none).
+
+    ``wider`` (the cache pass): also the row-split form (leading column loops that only the row
+    operand and the result use join the rows: NHWC convolutions) and the per-row form
+    (``per_row``: the row operand has no column index, the other one uses the row: depthwise)."""
     ptrs = U.pointer_params(func)
     stmts = _strip_block(func.body.stmts)
     roots = [s for s in stmts if isinstance(s, N.For) and s.binding in SIMT_BOUND]
@@ -179,17 +184,28 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
     outer = root
     # ---- batch flattening: t < X * E with b = t / E, i = t % E
     body = _body(outer)
-    sub, batch = {}, None
+    sub, batch, flat_rows = {}, None, False
     divs = [n for n in walk(N.Block(tuple(body))) if isinstance(n, N.BinOp) and n.op in ("/", "%")
             and U.is_var(n.lhs, outer.var)]
     if divs:
         hi = U.strip_casts(outer.hi)
+        if wider and isinstance(hi, N.Var):
+            # the extent is a local of the prelude (``long total = N * Ho * Wo * Cout;``) never assigned
+            d = next((d for d in prelude if isinstance(d, N.Decl) and d.name == hi.name and d.init is not None), None)
+            if d is not None and not any(isinstance(n, N.Assign) and U.is_var(n.target, hi.name) for n in walk(func)):
+                hi = U.strip_casts(d.init)
         E = divs[0].rhs
         if not (isinstance(hi, N.BinOp) and hi.op == "*" and U.strip_casts(hi.rhs) == U.strip_casts(E)) \
                 or any(U.strip_casts(d.rhs) != U.strip_casts(E) for d in divs):
-            raise NotMatmul(f"loop '{outer.var}' is split by / and % in a way that is not a batch x rows "
-                            f"product", outer, illegal=True)
-        batch, M = hi.lhs, E
+            if not wider:
+                raise NotMatmul(f"loop '{outer.var}' is split by / and % in a way that is not a batch x rows "
+                                f"product", outer, illegal=True)
+            # flat rows (wider): the loop index itself is the row, taken apart by / and % inside the
+            # operand / result indices (one output pixel per row of a flat n*Ho*Wo loop)
+            divs, flat_rows = [], True
+        else:
+            batch, M = hi.lhs, E
+    if divs:
 
         def split(n):
             if isinstance(n, N.BinOp) and n.op in ("/", "%") and U.is_var(n.lhs, outer.var):
@@ -206,11 +222,18 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
     cols, red = [], []          # flattened column / reduction loop nests (placeholder, extent)
     # ---- the j / k structure
     inner = _single_for(body)
-    if inner is not None and _unit_loop(inner):
+    flat_ij = wider and batch is not None and inner is None and 2 <= len(body) <= 3 and \
+        isinstance(body[-1], N.Assign) and any(isinstance(s_, N.For) for s_ in body)
+    if flat_ij:
+        # one flat loop over rows x columns (one thread per output element: t < X * E with the row
+        # t / E and the column t % E): the "batch" is the row, the "row" the column
+        body = [substitute(s_, {PREFIX + "b": N.Var(PREFIX + "i"), PREFIX + "i": N.Var(PREFIX + "j")}) for s_ in body]
+        M, batch, flat_rows = batch, None, True
+    if (inner is not None and _unit_loop(inner)) or flat_ij:
         # i-j form with a scalar accumulator
-        jloop = inner
-        cols, jb = _chain(jloop, "J")
-        N_ = _extent(cols) or jloop.hi
+        jloop = inner or outer
+        cols, jb = _chain(jloop, "J") if inner is not None else ([], body)
+        N_ = _extent(cols) or (jloop.hi if inner is not None else E)
         if len(jb) != 3 and not (len(jb) == 2 and isinstance(jb[0], N.Decl)):
             raise NotMatmul("the column loop is not 'acc = 0; for k: acc += x*y; C = acc'", jloop)
         first = jb[0]
@@ -267,24 +290,51 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
     for v, hi in chains:
         if uses(hi, allv):
             raise NotMatmul(f"the trip count of loop '{v}' depends on another loop of the nest", root)
+    # flat rows: the row index enters through / and % (a pure function of the row, evaluated as
+    # written by the tiled kernel); the other loop indices stay affine
+    affine = allv - {PREFIX + "i"} if flat_rows else allv
     for ld, what in ((lx, "operand"), (ly, "operand"), (ctgt, "result")):
-        if degree(ld.index, allv) > 1:
+        if degree(ld.index, affine) > 1:
             raise NotMatmul(f"buffer '{ld.base.name}' is indexed by '{_txt(ld.index)}', not affine in the "
                             f"tiled loop indices", ld if ld.loc else root, illegal=True)
-    # flattened column / reduction loops: the placeholders become / and % of xp_j / xp_k
-    flat = {}
+    kset = {PREFIX + "k"} | {v for v, _ in red}
+    ux, uy, uc = uses(lx.index, allv), uses(ly.index, allv), uses(ctgt.index, allv)
+    order, split, per_row = None, 0, False
+    # p = 0: rows are the bound loop, columns every column loop (the plain i / j split); with
+    # ``wider``, p > 0 moves the first p column loops to the rows (NHWC: the output pixel (n, ho, wo)
+    # is the row, the output channel the column)
+    for p in range(max(len(cols), 1) if wider else 1):
+        iset = {PREFIX + "i"} | {v for v, _ in cols[:p]}
+        jset = {PREFIX + "j"} | {v for v, _ in cols[p:]}
+        if ux & iset and not ux & jset and uy & jset and not uy & iset:
+            order, split = ((lx, x), (ly, y)), p
+        elif uy & iset and not uy & jset and ux & jset and not ux & iset:
+            order, split = ((ly, y), (lx, x)), p
+        if order:
+            break
+    if order is None and wider:
+        # per row (depthwise): a row operand A(i, k) without j times B(i, k, j); each row's A slice
+        # is shared by all the row's columns
+        iset, jset = {PREFIX + "i"}, {PREFIX + "j"} | {v for v, _ in cols}
+        if ux & iset and not ux & jset and uy & jset:
+            order, per_row = ((lx, x), (ly, y)), True
+        elif uy & iset and not uy & jset and ux & jset:
+            order, per_row = ((ly, y), (lx, x)), True
+    if order is None:
+        raise NotMatmul("the product is not row(i, k) x column(k, j)", root)
+    if (split or per_row) and not {PREFIX + "i"} | ({v for v, _ in cols} or {PREFIX + "j"}) <= uc:
+        raise NotMatmul("the result index does not use every row and column loop", root, illegal=True)
+    (la, oa), (lb, ob) = order
+    # flattened row / column / reduction loops: the placeholders become / and % of xp_i / xp_j / xp_k
+    flat, ren = {}, {}
+    if split:
+        rows = [(PREFIX + "iR", M)] + cols[:split]
+        cols = cols[split:]
+        M, N_ = _extent(rows), _extent(cols)
+        ren = {PREFIX + "i": N.Var(PREFIX + "iR")}
+        flat.update(_flatten(rows, N.Var(PREFIX + "i")))
     for tag, chain in (("j", cols), ("k", red)):
         flat.update(_flatten(chain, N.Var(PREFIX + tag)))
-    jset = {PREFIX + "j"} | {v for v, _ in cols}
-    kset = {PREFIX + "k"} | {v for v, _ in red}
-    ux, uy = uses(lx.index, allv), uses(ly.index, allv)
-    iset = {PREFIX + "i"}
-    if ux & iset and not ux & jset and uy & jset and not uy & iset:
-        (la, oa), (lb, ob) = (lx, x), (ly, y)
-    elif uy & iset and not uy & jset and ux & jset and not ux & iset:
-        (la, oa), (lb, ob) = (ly, y), (lx, x)
-    else:
-        raise NotMatmul("the product is not row(i, k) x column(k, j)", root)
     if uses(ctgt.index, allv) & kset or not (uses(la.index, allv) | uses(lb.index, allv)) & kset:
         raise NotMatmul("the result index depends on k or the operands do not", root)
     names = {la.base.name, lb.base.name, ctgt.base.name}
@@ -298,9 +348,12 @@ def analyse(program: N.Program, func: N.Func) -> Contraction:
         if uses(e, allv):
             raise NotMatmul("a product operand uses a loop index outside its load", root)
     dts = {"A": ptrs[la.base.name], "B": ptrs[lb.base.name], "C": ptrs[ctgt.base.name]}
-    return Contraction(func, root, prelude, M, N_, K, batch, ctgt.base.name, substitute(ctgt.index, flat),
-                       la.base.name, substitute(la.index, flat), lb.base.name, substitute(lb.index, flat),
-                       op_a, op_b, dts, acc_dtype)
+
+    def idx(e):
+        return substitute(substitute(e, ren), flat)
+    return Contraction(func, root, prelude, M, N_, K, batch, ctgt.base.name, idx(ctgt.index),
+                       la.base.name, idx(la.index), lb.base.name, idx(lb.index),
+                       op_a, op_b, dts, acc_dtype, per_row)
 
 
 def _chain(loop, tag):
@@ -365,11 +418,14 @@ class Emit:
              for k, v in vars_.items()}
         return self.p.expr(substitute(expr, m))
 
-    def load(self, which, b, r, c) -> str:
-        """The global element of A (r = row, c = k) or B (r = k, c = column)."""
+    def load(self, which, b, r, c, col=None) -> str:
+        """The global element of A (r = row, c = k) or B (r = k, c = column; per-row form:
+        r = row, c = k, col = column)."""
         ct = self.ct
         if which == "A":
             return f"{ct.A}[{self.e(ct.a_idx, b=b, i=r, k=c)}]"
+        if col is not None:
+            return f"{ct.B}[{self.e(ct.b_idx, b=b, i=r, k=c, j=col)}]"
         return f"{ct.B}[{self.e(ct.b_idx, b=b, k=r, j=c)}]"
 
     def op(self, which, value_text) -> str:
@@ -434,6 +490,56 @@ def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False) -> s
     L.append(f"    {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = xp_acc;")
     L.append("}")
     return _batched(ct, E, L, head)
+
+
+def rowvec_body(ct: Contraction, dialect: str, T: int) -> str:
+    """The per-row form (``ct.per_row``, depthwise): a block of TxT threads computes T*T columns
+    of one row; the row's A slice (the filter) is staged T*T elements at a time in ``xp_Ws``
+    (shared memory / LDS) between barriers and read by every thread, B is read from global memory.
+    Rows run over blockIdx.y (stride gridDim.y), the batch over blockIdx.z; each thread sums k in
+    the source's increasing order with no padding term."""
+    E = Emit(ct, dialect)
+    ta, acc_t = CTYPE[ct.dtypes["A"]], CTYPE[ct.acc_dtype]
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    TT = T * T
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    L = [f"__shared__ {ta} xp_Ws[{TT}];", f"const int xp_t = threadIdx.y * {T} + threadIdx.x;"]
+    head = len(L)
+    a = E.op("A", "xp_Ws[xp_kk]")
+    bb = E.op("B", E.load("B", b, "xp_i", "xp_k0 + xp_kk", "xp_j"))
+    L += [f"for (int xp_i = blockIdx.y; xp_i < {Mx}; xp_i += gridDim.y) {{",
+          f"    const int xp_j = blockIdx.x * {TT} + xp_t;",
+          f"    {acc_t} xp_acc = 0;",
+          f"    for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {TT}) {{",
+          f"        xp_Ws[xp_t] = xp_k0 + xp_t < {Kx} ? {E.load('A', b, 'xp_i', 'xp_k0 + xp_t')} : "
+          f"{_zero(ct.dtypes['A'])};",
+          "        __syncthreads();",
+          f"        const int xp_kn = {Kx} - xp_k0 < {TT} ? {Kx} - xp_k0 : {TT};",
+          f"        if (xp_j < {Nx}) {{",
+          "            for (int xp_kk = 0; xp_kk < xp_kn; ++xp_kk) {",
+          f"                xp_acc += {a} * {bb};",
+          "            }",
+          "        }",
+          "        __syncthreads();",
+          "    }",
+          f"    if (xp_j < {Nx}) {{",
+          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = xp_acc;",
+          "    }",
+          "}"]
+    return _batched(ct, E, L, head)
+
+
+def launch_rowvec(ct: Contraction, dialect: str, T: int) -> dict:
+    """Grid of :func:`rowvec_body`: T*T columns per block in x, one row per block in y."""
+    out = launch(ct, dialect, T, T, T, T * T)
+    lets = {d.name: d.init for d in ct.prelude if isinstance(d, N.Decl) and d.init is not None
+            and isinstance(d.type, N.Scalar)}
+    m = ct.M
+    for _ in range(len(lets) + 1):
+        m = substitute(m, lets)
+    from xpiler.printers import printer_for
+    out["grid"][1] = printer_for(dialect).expr(m)
+    return out
 
 
 def mfma_body(ct: Contraction) -> str:

@@ -36,7 +36,12 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # plan's passes without tests and skips it unless the `require`d step applies
         # (a shared-memory tiled matmul is un-tiled first, passes/untile.py; a no-op elsewhere)
         matrix = general[:2] + [("untile", {})] + general[2:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
-        return [matrix, retarget, general]
+        # a kernel without on-chip staging (one thread per output: NHWC / depthwise convolutions,
+        # naive matmuls) is re-derived through loops when the cache pass then stages its reused
+        # operand in shared memory / LDS; probed, skipped unless cache applies. No untile here: a
+        # source that tiles itself keeps its own tiling through the retarget plan
+        staged = general[:3] + [("cache", {"target": dst, REQUIRE: True}), ("tensorize", {"target": dst})]
+        return [matrix, staged, retarget, general]
     # a row kernel's recovered thread loops (cyclic strides, a block's halving reduction tree) are
     # turned back into plain loops (passes/unthread.py) so that the bang / c passes see the row
     # loops (NRAM and __bang_* reductions, vectorization); probed, and the plan without it follows
