@@ -102,6 +102,25 @@ def _vector_pointers(fn) -> dict | None:
     return out
 
 
+def _vref(base, vptrs: dict, fn) -> tuple | None:
+    """``(q, n)`` when ``base`` (the base of ``base[e]``) names ``n`` floats of ``q`` per index:
+    a vector pointer of ``vptrs`` or an inline cast ``((const float4*)q)`` /
+    ``reinterpret_cast<const float4*>(q)`` of a pointer ``q`` to the element type, never assigned."""
+    if isinstance(base, N.Var):
+        return vptrs.get(base.name)
+    if not (isinstance(base, N.Cast) and isinstance(base.type, N.Pointer) and isinstance(base.type.elem, N.Vector)
+            and isinstance(base.expr, N.Var)):
+        return None
+    q, v = base.expr.name, base.type.elem
+    decls = {d.name: d for d in walk(fn) if isinstance(d, N.Decl)}
+    decls.update({p.name: p for p in fn.params})
+    qt = getattr(decls.get(q), "type", None)
+    if (not isinstance(qt, N.Pointer) or not isinstance(qt.elem, N.Scalar) or qt.elem.dtype != v.elem.dtype
+            or q in D.assigned_names(fn.body)):
+        return None
+    return q, v.n
+
+
 def _vector_locals(fn) -> dict:
     """{name: Decl} of local short-vector variables (``float4 va``)."""
     return {d.name: d for d in walk(fn.body) if isinstance(d, N.Decl) and isinstance(d.type, N.Vector)
@@ -114,16 +133,18 @@ def _uses_ok(fn, vptrs: dict, vecs: dict) -> bool:
     allowed = set()        # ids of the Var nodes whose use is one of the forms above
     for n in walk(fn.body):
         if isinstance(n, N.Decl) and n.name in vecs and n.init is not None:
-            if not (isinstance(n.init, N.Index) and isinstance(n.init.base, N.Var) and n.init.base.name in vptrs
-                    and vptrs[n.init.base.name][1] == n.type.n):
+            ref = _vref(n.init.base, vptrs, fn) if isinstance(n.init, N.Index) else None
+            if ref is None or ref[1] != n.type.n:
                 return False
             allowed.add(id(n.init.base))
-        if isinstance(n, N.Assign) and isinstance(n.target, N.Index) and isinstance(n.target.base, N.Var) \
-                and n.target.base.name in vptrs:
+        ref = _vref(n.target.base, vptrs, fn) if isinstance(n, N.Assign) and isinstance(n.target, N.Index) else None
+        if ref is not None:
             if not (n.op == "=" and isinstance(n.value, N.Var) and n.value.name in vecs
-                    and vecs[n.value.name].type.n == vptrs[n.target.base.name][1]):
+                    and vecs[n.value.name].type.n == ref[1]):
                 return False
             allowed |= {id(n.target.base), id(n.value)}
+        elif isinstance(n, N.Assign) and isinstance(n.target, N.Var) and n.target.name in vecs:
+            return False
         if isinstance(n, N.Member) and isinstance(n.base, N.Var) and n.base.name in vecs:
             if n.arrow or n.field not in COMPONENTS[:vecs[n.base.name].type.n]:
                 return False
@@ -136,7 +157,8 @@ def _c(v: int) -> N.Const:
 
 
 def _lane_loop(var: str, n: int, stmt) -> N.For:
-    return N.For(var, _c(0), _c(n), _c(1), N.Block((stmt,)), loc=getattr(stmt, "loc", None))
+    return N.For(var, _c(0), _c(n), _c(1), N.Block((stmt,)), var_type=N.Scalar("int32", "int"),
+                 loc=getattr(stmt, "loc", None))
 
 
 def _component_of(s, vecs) -> int | None:
@@ -169,7 +191,7 @@ def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
     if fn.body is None:
         return None
     vptrs, vecs = _vector_pointers(fn), _vector_locals(fn)
-    if not vptrs or not vecs or not _uses_ok(fn, vptrs, vecs):
+    if vptrs is None or not vecs or not _uses_ok(fn, vptrs, vecs):
         return None
     names = []
 
@@ -181,8 +203,8 @@ def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
         names.append(f"{base}{k}")
         return names[-1]
 
-    def elem(p4, e, lane):
-        q, n = vptrs[p4]
+    def elem(base, e, lane):
+        q, n = _vref(base, vptrs, fn)
         return N.Index(N.Var(q), N.BinOp("+", N.BinOp("*", _c(n), e), lane))
 
     def block(b):
@@ -197,14 +219,13 @@ def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
                 if s.init is not None:
                     lv = lane_var()
                     out.append(_lane_loop(lv, n, N.Assign(N.Index(N.Var(s.name), N.Var(lv)), "=",
-                                                          elem(s.init.base.name, s.init.index, N.Var(lv)), loc=s.loc)))
+                                                          elem(s.init.base, s.init.index, N.Var(lv)), loc=s.loc)))
                 k += 1
                 continue
-            if isinstance(s, N.Assign) and isinstance(s.target, N.Index) and isinstance(s.target.base, N.Var) \
-                    and s.target.base.name in vptrs:
+            if isinstance(s, N.Assign) and isinstance(s.target, N.Index) and _vref(s.target.base, vptrs, fn):
                 lv = lane_var()
-                n = vptrs[s.target.base.name][1]
-                out.append(_lane_loop(lv, n, N.Assign(elem(s.target.base.name, s.target.index, N.Var(lv)), "=",
+                n = _vref(s.target.base, vptrs, fn)[1]
+                out.append(_lane_loop(lv, n, N.Assign(elem(s.target.base, s.target.index, N.Var(lv)), "=",
                                                       N.Index(N.Var(s.value.name), N.Var(lv)), loc=s.loc)))
                 k += 1
                 continue

@@ -129,6 +129,7 @@ def test_float4_becomes_lane_loops_and_one_element_loop():
     from xpiler.passes.flatten_lanes import vectors_to_lanes
     lanes = print_program(vectors_to_lanes(_cu(VEC4), "k"), "cuda")
     assert "float4" not in lanes and "float va[4];" in lanes, lanes
+    assert "for (int xfl_l1 = 0; xfl_l1 < 4; ++xfl_l1)" in lanes, lanes
     assert "va[xfl_l1] = a[4 * i + xfl_l1];" in lanes, lanes
     assert "vc[xfl_l3] = va[xfl_l3] + vb[xfl_l3];" in lanes, lanes       # the four components: one loop
     assert "c[4 * i + xfl_l4] = vc[xfl_l4];" in lanes, lanes
@@ -141,6 +142,17 @@ def test_float4_components_that_differ_stay_separate_statements():
     src = VEC4.replace("vc.y = va.y + vb.y;", "vc.y = va.y - vb.y;")
     text = print_program(vectors_to_lanes(_cu(src), "k"), "cuda")
     assert "vc[1] = va[1] - vb[1];" in text and "vc[0] = va[0] + vb[0];" in text, text
+
+
+def test_float4_through_an_inline_cast():
+    from xpiler.passes.flatten_lanes import vectors_to_lanes
+    src = VEC4.replace("float4 va = a4[i];", "float4 va = reinterpret_cast<const float4*>(a)[i];").replace(
+        "c4[i] = vc;", "((float4*)c)[i] = vc;")
+    text = print_program(vectors_to_lanes(_cu(src), "k"), "cuda")
+    assert "va[xfl_l1] = a[4 * i + xfl_l1];" in text and "c[4 * i + xfl_l4] = vc[xfl_l4];" in text, text
+    # an inline cast of a pointer to another element type is no view of float lanes
+    src = src.replace("const float* a,", "const int* a,")
+    assert vectors_to_lanes(_cu(src), "k") is None
 
 
 def test_float4_used_whole_is_left_alone():
