@@ -24,7 +24,8 @@ from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
 from .outdir import MARKER as OUT_MARKER, OutDir, migration_inputs, migration_outputs
 from .pipeline import REQUIRE, plans as default_plans
-from ..schedule.plans import Outcome, PlanStart, PlanStrategy, Proposal
+from ..schedule.plans import PlanStrategy
+from ..schedule.strategy import Outcome, PlanStart, Proposal, drive
 from ..schedule.step import StepContext, apply_step
 from .stage import Stage, Step
 
@@ -369,23 +370,27 @@ def _check_tune_sizes(spec: Spec, sizes: dict) -> None:
                       want=f"sizes that make a valid instance ({e.code}: {e.message})") from None
 
 
-def _tune_stage(stage: Stage, bind_input: Stage | None, to: str, make_job, log_test, pool, ctx, deadline: float,
-                max_evals: int | None, seed: int, log, say, steps: list, k_base: int, diags: list,
-                sizes: dict | None = None, origin: Stage | None = None) -> Stage:
-    """``--tune``: MCTS from the program binding started from (its block/grid/task parameters
-    are searched too), else from the verified kernel (xpiler/schedule/tune.py). The chosen steps
-    are logged as pass events (proposer ``search``) after a ``search from`` note naming the
-    program they start from, so replay folds over them."""
-    from ..schedule.tune import DEFAULT_MAX_EVALS, tune
+def _search_strategy(stage: Stage, bind_input: Stage | None, to: str, make_job, pool, ctx, deadline: float,
+                     max_evals: int | None, seed: int, log, say, diags: list, sizes: dict | None = None,
+                     origin: Stage | None = None):
+    """``--tune``: the search strategy (MCTS, xpiler/schedule/tune.py) from the program binding
+    started from (its block/grid/task parameters are searched too), else from the verified kernel;
+    None (XP4020) when the budget left is too short to search."""
+    from ..schedule.tune import DEFAULT_MAX_EVALS, MCTSStrategy, model_prior
     # a share of what is left stays for the host launcher and the timing against the reference
     left = (deadline - time.time()) * 0.85
     if left <= 1.0:
         diags.append(XPError("XP4020", what="the kernel was not tuned: the time budget was spent"))
-        return stage
+        return None
     say("tuning the verified kernel")
-    out = tune(stage, target=to, make_job=make_job, log_test=log_test, pool=pool, ctx=ctx, budget_s=left,
-               max_evals=max_evals or DEFAULT_MAX_EVALS, seed=seed, log=log, say=say, start=bind_input, sizes=sizes,
-               origin=origin)
+    return MCTSStrategy(stage, target=to, ctx=ctx, budget_s=left, max_evals=max_evals or DEFAULT_MAX_EVALS,
+                        seed=seed, log=log, say=say, start=bind_input, origin=origin, sizes=sizes,
+                        batch=getattr(pool, "workers", 1), pool_label=pool.label, prior=model_prior(make_job, sizes))
+
+
+def _adopt_search(out, log, say, steps: list, k_base: int) -> Stage:
+    """The search's chosen steps are logged as pass events (proposer ``search``) after a
+    ``search from`` note naming the program they start from, so replay folds over them."""
     if out.steps:
         log.event("note", what="search from", program_hash=out.steps[0].in_hash)
     for i, st in enumerate(out.steps):
@@ -857,25 +862,26 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                                  why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
         return Outcome(verified_stage is not None)
 
-    # the driver: a loop over strategy -> step -> evaluator (xpiler/schedule/plans.py)
-    strategy = PlanStrategy([plan] if pipeline else default_plans(sspec.dialect, to), probe=probe,
-                            deadline=deadline, budget=budget, log=log, diags=diags, out_of_time=out_of_time)
-    run = strategy.run()
-    outcome = None
-    while True:
-        try:
-            event = run.send(outcome)
-        except StopIteration:
-            break
-        outcome = None
+    searcher = None   # the Evaluator of a search strategy's candidates (xpiler/schedule/evaluator.py)
+
+    def step(event):
+        """The driver's answer to one event of a strategy (xpiler/schedule/strategy.py)."""
+        nonlocal stage
         if isinstance(event, PlanStart):
             if event.plan_no:
                 log.event("note", what="next plan", plan=event.plan_no, passes=event.passes)
                 say(f"trying plan {event.plan_no + 1}/{len(strategy.plans)}")
             stage = source_stage
             steps.clear()
-            continue
-        outcome = take_step(event)
+            return None
+        if isinstance(event, Proposal):
+            return take_step(event)
+        return searcher.answer(event)   # a search's batch of programs, or a confirm timing
+
+    # the driver: a loop over strategy -> step -> evaluator; the plans (--no-tune), then the search
+    strategy = PlanStrategy([plan] if pipeline else default_plans(sspec.dialect, to), probe=probe,
+                            deadline=deadline, budget=budget, log=log, diags=diags, out_of_time=out_of_time)
+    drive(strategy, step)
     k_base = strategy.k_base
 
     if tune and verified_stage is not None and verified_stage.dialect == to:
@@ -902,12 +908,16 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       max_rel_error=v.max_rel_error, max_run_s=round(v.max_run_s, 3), time_limit_s=run_limit,
                       failures=[f.to_json() for f in v.failures[:5]], derived=v.derived)
 
+        from ..schedule.evaluator import Evaluator
         from ..schedule.pool import LocalPool
         # candidates are evaluated --jobs at a time (each test's runs then one at a time), or on a cluster
         pool = dask_pool or LocalPool(jobs)
-        verified_stage = _tune_stage(verified_stage, bind_input, to, make_job, log_test, pool, step_ctx, deadline,
-                                     max_evals, seed, log, say, steps, k_base, diags, tune_sizes,
-                                     origin=source_stage)
+        search = _search_strategy(verified_stage, bind_input, to, make_job, pool, step_ctx, deadline, max_evals,
+                                  seed, log, say, diags, tune_sizes, origin=source_stage)
+        if search is not None:
+            searcher = Evaluator(lambda st, tag: make_job(st, tag, search.source, tune_sizes), search.source,
+                                 pool=pool, log_test=log_test)
+            verified_stage = _adopt_search(drive(search, step), log, say, steps, k_base)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,

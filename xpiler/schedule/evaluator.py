@@ -72,6 +72,16 @@ class Evaluator:
         self.jobs: dict[str, object] = {}     # program hash -> its CandidateJob (for the confirm timing)
         self.tests = 0
 
+    def answer(self, event):
+        """The evaluator's side of the driver loop for a search strategy
+        (xpiler/schedule/strategy.py): a list of proposals, each with the program its step made,
+        gets one :class:`~xpiler.schedule.strategy.Outcome` each (its :class:`Evaluation`), in
+        order; a :class:`~xpiler.schedule.strategy.Confirm` gets the two latencies."""
+        from .strategy import Confirm, Outcome
+        if isinstance(event, Confirm):
+            return self.confirm(event.untuned, event.tuned)
+        return [Outcome(evaluation=e) for e in self.evaluate_many([(p.stage, p.tag) for p in event])]
+
     def evaluate(self, stage, tag: str) -> Evaluation:
         return self.evaluate_many([(stage, tag)])[0]
 

@@ -19,7 +19,10 @@ One iteration:
 It stops at the time budget (seconds, a wall-clock cap), at ``max_evals`` evaluations, when the
 best latency has not improved for ``patience`` evaluations, or when every node within
 ``max_depth`` steps has been expanded. The same seed, the same evaluator answers and the same
-candidate lists give the same search.
+candidate lists give the same search. :meth:`MCTS.rounds` is the search as a generator (it
+yields each round's new programs and takes their evaluations back), which is how the tuner's
+strategy (``MCTSStrategy``, tune.py) puts it behind the driver loop; :meth:`MCTS.search` runs it
+with an evaluator of its own.
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ class MCTS:
         # rated first), so that a route the prior rates poorly is still measured early
         self.route = route
         self.applied: dict[tuple, object] = {}      # (node, step key) -> the program the step made
+        # for search(); a caller of rounds() evaluates the programs itself (the tuner's strategy)
         self.eval_many_fn = evaluate_many or (lambda states: [evaluate(st) for st in states])
         self.rng = random.Random(seed)
         self.c, self.widen_k, self.widen_alpha = c, widen_k, widen_alpha
@@ -167,9 +171,26 @@ class MCTS:
             path.append(h)
 
     def search(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1) -> SearchResult:
-        """``batch``: walks per round; their new programs are evaluated together (in parallel when
+        """The whole search with this object's own evaluator (``evaluate`` / ``evaluate_many``);
+        :meth:`rounds` is the same search for a caller that evaluates the programs itself."""
+        run = self.rounds(root, root_eval, budget_s=budget_s, max_evals=max_evals, batch=batch)
+        answer = None
+        while True:
+            try:
+                todo = run.send(answer)
+            except StopIteration as stop:
+                return stop.value
+            answer = self.eval_many_fn([state for _, _, state in todo])
+
+    def rounds(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1):
+        """The search as a generator: each round yields the new programs of its walks as
+        ``(parent key, step, program)`` and takes their :class:`Evaluation` back, in that order;
+        it returns the :class:`SearchResult`.
+
+        ``batch``: walks per round; their new programs are evaluated together (in parallel when
         the evaluator has a pool). Nodes on a walk count its visit at once (a virtual loss), so the
-        walks of one round spread over the tree; with ``batch=1`` this is plain sequential UCT."""
+        walks of one round spread over the tree; with ``batch=1`` this is plain sequential UCT.
+        ``budget_s`` is a wall-clock cap: no round starts after it."""
         t_end = time.monotonic() + budget_s
         rh = self._add(root, 0, root_eval)
         root_ms = root_eval.latency_ms
@@ -199,7 +220,7 @@ class MCTS:
                     pend_children[w[2]] = pend_children.get(w[2], 0) + 1
                 walks.append(w)
             new = [w for w in walks if w[0] == "new"]
-            results = self.eval_many_fn([w[4] for w in new]) if new else []
+            results = (yield [(w[2], w[3], w[4]) for w in new]) if new else []
             for w, ev in zip(new, results):
                 _, path, h, step, state, ch = w
                 evals += 1

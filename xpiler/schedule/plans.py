@@ -1,55 +1,24 @@
 """Today's fixed plans as a search strategy (issue 13: "today's plans become one strategy").
 
 A strategy tells the driver which step to evaluate next and learns what came of it; the driver
-(:func:`xpiler.migration.driver.migrate`) is a loop over strategy, step and evaluator::
-
-    run = strategy.run()
-    outcome = None
-    while (event := run.send(outcome)) is not None: ...
+(:func:`xpiler.migration.driver.migrate`) is a loop over strategy, step and evaluator
+(:func:`xpiler.schedule.strategy.drive`, where the events are described).
 
 :class:`PlanStrategy` walks the plans of ``xpiler/migration/pipeline.py`` in order: each plan
 from the source program, its steps in order, the next plan only while no program in the target
 dialect has verified. A plan with a ``require``d step is probed first (its passes applied
 without tests) and skipped when that step does not apply. The time budget is a wall-clock cap:
 a plan or a step that would start after it is not started, and what was not tried is said
-(XP4020) and logged. :class:`~xpiler.schedule.mcts.MCTS` is the other strategy (``--tune``),
-searching from the verified program the plans reached.
+(XP4020) and logged. :class:`~xpiler.schedule.tune.MCTSStrategy` is the other strategy
+(``--tune``), searching from the verified program the plans reached, through the same loop.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Generator
 
 from ..diagnostics import XPError
-
-
-@dataclass
-class PlanStart:
-    """The driver starts again from the source program (a new plan)."""
-    plan_no: int
-    passes: list
-
-
-@dataclass
-class Proposal:
-    """One step to evaluate on the current program: ``k`` numbers it across plans (the log's
-    ``step``), ``later`` names the plan's passes after it."""
-    k: int
-    pass_name: str
-    params: dict
-    plan_no: int
-    plan_len: int
-    later: list = field(default_factory=list)
-
-
-@dataclass
-class Outcome:
-    """What the driver's evaluation of a proposal came to: ``reached_target`` once a program in
-    the target dialect has verified (sticky for the rest of the migration); ``cut`` when the
-    budget, not the program, ended the step's test (the plan stops there)."""
-    reached_target: bool = False
-    cut: str | None = None
+from .strategy import Outcome, PlanStart, Proposal   # noqa: F401  (the events, shared by every strategy)
 
 
 class PlanStrategy:

@@ -9,17 +9,23 @@ to the untuned kernel (more repeats, same run) and kept only when it is still fa
 measure. Every evaluation is a ``tune`` event of the provenance log; the chosen steps are logged
 as ordinary ``pass`` events (proposer ``search``), so ``xpiler replay`` re-derives the chosen
 kernel by applying them, without searching again.
+
+The tuner is :class:`MCTSStrategy`, a strategy of the driver's one loop
+(:func:`xpiler.schedule.strategy.drive`), as the plans are: it proposes programs, and the driver's
+:class:`~xpiler.schedule.evaluator.Evaluator` answers with their evaluations.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Generator
 
-from .evaluator import Evaluation, Evaluator
+from .evaluator import Evaluation
 from .mcts import MCTS, SearchResult
 from .routes_tasks import recovery_start, retask_steps, task_route
 from .space import TUNING_PASSES, legal_steps
 from .step import Step, StepContext, apply_step
+from .strategy import Confirm, Proposal
 from .timing import MODEL, source_for
 
 #: a tuned kernel replaces the untuned one only when it is at least this much faster
@@ -100,120 +106,173 @@ def through_loops(st, target: str, ctx) -> list:
     return out
 
 
-def tune(stage, *, target: str, make_job, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
-         seed: int = 0, log=None, say=lambda m: None, start=None, sizes: dict | None = None,
-         log_test=None, pool=None, origin=None) -> TuneOutcome:
-    """Search for a faster kernel than the verified, untuned ``stage``. ``make_job(stage, tag,
-    source, sizes) -> CandidateJob`` packs a program with what its test needs
-    (xpiler/schedule/jobs.py); ``log_test(stage, tag, verdict)`` records each test; ``pool`` runs
-    the jobs (xpiler/schedule/pool.py: local threads or a Dask cluster), as many per round as it
-    has workers. ``start``: the program the plan's binding step started from (not yet in the target
-    dialect); the search then starts there, so that binding's parameters (loop, block size, grid
-    cap; tasks on bang) are searched with the target passes' steps. The untuned kernel's latency is
-    the baseline either way. ``origin``: the migration's source stage; from a BANG source the
-    search starts where loop recovery did, so that the task count is searched too
-    (routes_tasks.py)."""
-    from .pool import LocalPool
-    source = source_for(stage.dialect, stage.text)
-    pool = pool or LocalPool(1)
-    counter = [0]
-    ev = Evaluator(lambda st, tag: make_job(st, tag, source, sizes), source, pool=pool, log_test=log_test)
-    t0 = time.monotonic()
-    root_eval = ev.evaluate(stage, "tune_root")
-    emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
-    root = start if start is not None and start.dialect != target else stage
-    bang_root = recovery_start(origin, root, ctx) if root is start else None
-    if bang_root is not None:
-        root, tail = bang_root
-    emit(kind="start", program_hash=stage.hash, search_root=root.key, latency_source=source,
-         root=root_eval.to_json(), budget_s=budget_s, max_evals=max_evals, seed=seed, pool=pool.label,
-         **({"sizes": sizes} if sizes else {}))
-    if not root_eval.verified or root_eval.latency_ms is None:
-        why = root_eval.why or "the untuned kernel did not verify again"
-        emit(kind="result", chosen=stage.hash, steps=[], note=f"not tuned: {why}")
-        return TuneOutcome(stage, source=source, note=f"not tuned: {why}")
+def model_prior(make_job, sizes: dict | None = None):
+    """The cost model's latency of a program before it is tested: untried steps are expanded best
+    first (the model's figure is advice for the order only; rewards are measured).
+    ``make_job(stage, tag, source, sizes)`` gives the program's spec (xpiler/schedule/jobs.py)."""
+    def prior(st):
+        from xpiler.spec import parse_spec
+        from .evaluator import modelled_latency
+        job = make_job(st, "prior", MODEL, sizes)
+        return modelled_latency(st, parse_spec(job.cand_spec_toml), sizes)[0]
+    return prior
 
-    def apply(st, step):
+
+class MCTSStrategy:
+    """The tuner as a strategy of the driver loop (:func:`xpiler.schedule.strategy.drive`):
+    it proposes programs, the driver's evaluator tests and times them, and it learns from the
+    answers; it builds, tests and times nothing itself.
+
+    ``run()`` first proposes the verified, untuned ``stage`` itself (tag ``tune_root``: the
+    baseline of every reward), then the search's candidates a round at a time (a list of
+    :class:`~xpiler.schedule.strategy.Proposal`, ``batch`` per round: as many as the pool has
+    workers), each with the program its step made (applied here through
+    :func:`~xpiler.schedule.step.apply_step`, the one code path of migrate and replay), then, with
+    measured latencies, a :class:`~xpiler.schedule.strategy.Confirm` of the best candidate against
+    the untuned kernel. It returns a :class:`TuneOutcome`. Every answer is a ``tune`` event of
+    the log (``start``, ``evaluate``, ``confirm``, ``result``: names and fields as the tuner has
+    always written them, docs/provenance.md).
+
+    ``start``: the program the plan's binding step started from (not yet in the target dialect);
+    the search then starts there, so that binding's parameters (loop, block size, grid cap; tasks
+    on bang) are searched with the target passes' steps. The untuned kernel's latency is the
+    baseline either way. ``origin``: the migration's source stage; from a BANG source the search
+    starts where loop recovery did, so that the task count is searched too (routes_tasks.py).
+    ``prior``: a latency estimate of a program before it is tested (:func:`model_prior`), or
+    None. ``expand``: the steps of a program, in place of the routes and the target passes'
+    candidates (a scripted search space in tests). ``budget_s`` is a wall-clock cap from the
+    start of ``run()``: no round starts after it."""
+    name = "mcts"
+
+    def __init__(self, stage, *, target: str, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
+                 seed: int = 0, log=None, say=lambda m: None, start=None, origin=None, sizes: dict | None = None,
+                 batch: int = 1, pool_label: str = "", prior=None, source: str | None = None, expand=None):
+        self.stage, self.target, self.ctx = stage, target, ctx
+        self.budget_s, self.max_evals, self.seed = budget_s, max_evals, seed
+        self.say, self.start, self.origin, self.sizes = say, start, origin, sizes
+        self.batch, self.pool_label, self.prior, self.expand_fn = max(1, batch), pool_label, prior, expand
+        self.emit = (lambda **kw: log.event("tune", **kw)) if log is not None else (lambda **kw: None)
+        # where every latency of this search comes from: hardware (hw:...) or the cost model
+        self.source = source or source_for(stage.dialect, stage.text)
+        self.candidates = 0          # programs proposed so far (their tests' tags: tune<k>)
+
+    # -- the search space -------------------------------------------------------------------
+    def _apply(self, st, step):
         from xpiler.passes.base import PassError
         try:
             if step.pass_name == SEQUENCE:
                 for sub in sequence_steps(step):
-                    st = apply_step(sub, st, ctx)
+                    st = apply_step(sub, st, self.ctx)
                 return st
-            return apply_step(step, st, ctx)
+            return apply_step(step, st, self.ctx)
         except PassError:
             return None
         except Exception:   # a pass bug on a candidate drops that candidate, never the search
             return None
 
-    def evaluate_many(states):
-        tags = []
-        for _ in states:
-            counter[0] += 1
-            tags.append(f"tune{counter[0]}")
-        say(f"tuning: candidates {counter[0] - len(states) + 1}-{counter[0]}")
-        return ev.evaluate_many(list(zip(states, tags)))
+    def _expander(self, root, bang_root):
+        target, ctx, source = self.target, self.ctx, self.source
+        if self.expand_fn is not None:
+            return self.expand_fn
 
-    def on_event(kind, node, parent, step, evaluation: Evaluation, evals):
-        emit(kind=kind, program_hash=node, parent=parent, step=step.to_json(), evaluations=evals,
-             **{k: v for k, v in evaluation.to_json().items() if k != "program_hash"})
+        def expand(st):
+            # before the target dialect only binding leads on; in it, the target passes
+            steps = legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
+            if st is root and bang_root is not None:
+                steps = retask_steps(root, bang_root[1], self.start, target, ctx)
+            elif st is root:
+                from .routes_lanes import lane_routes   # c lane loops -> a flat loop, then binding
+                steps += through_loops(st, target, ctx) + lane_routes(st, target, ctx)
+            return steps if source != MODEL else [s for s in steps if not needs_concurrent_blocks(s)]
+        return expand
 
-    def expand(st):
-        # before the target dialect only binding leads on; in it, the target passes
-        steps = legal_steps(st.program, st.entry, target, ("binding",) if st.dialect != target else TUNING_PASSES)
-        if st is root and bang_root is not None:
-            steps = retask_steps(root, tail, start, target, ctx)
-        elif st is root:
-            from .routes_lanes import lane_routes   # c lane loops -> a flat loop, then binding
-            steps += through_loops(st, target, ctx) + lane_routes(st, target, ctx)
-        return steps if source != MODEL else [s for s in steps if not needs_concurrent_blocks(s)]
+    def _proposals(self, todo: list) -> list:
+        out = []
+        for parent, step, state in todo:
+            self.candidates += 1
+            out.append(Proposal(self.candidates, step.pass_name, step.params, stage=state,
+                                tag=f"tune{self.candidates}", parent=parent))
+        self.say(f"tuning: candidates {self.candidates - len(todo) + 1}-{self.candidates}")
+        return out
 
-    def prior(st):
-        # the cost model rates a candidate before it is tested: untried steps are expanded best
-        # first (the model's figure is advice for the order only; rewards are measured)
-        from xpiler.spec import parse_spec
-        from .evaluator import modelled_latency
-        job = make_job(st, "prior", MODEL, sizes)
-        return modelled_latency(st, parse_spec(job.cand_spec_toml), sizes)[0]
+    # -- the strategy -----------------------------------------------------------------------
+    def run(self) -> Generator:
+        stage, source, emit = self.stage, self.source, self.emit
+        t0 = time.monotonic()
+        (answer,) = yield [Proposal(0, "", {}, stage=stage, tag="tune_root")]
+        root_eval: Evaluation = answer.evaluation
+        root = self.start if self.start is not None and self.start.dialect != self.target else stage
+        bang_root = recovery_start(self.origin, root, self.ctx) if root is self.start else None
+        if bang_root is not None:
+            root = bang_root[0]
+        emit(kind="start", program_hash=stage.hash, search_root=root.key, latency_source=source,
+             root=root_eval.to_json(), budget_s=self.budget_s, max_evals=self.max_evals, seed=self.seed,
+             pool=self.pool_label, **({"sizes": self.sizes} if self.sizes else {}))
+        if not root_eval.verified or root_eval.latency_ms is None:
+            why = root_eval.why or "the untuned kernel did not verify again"
+            emit(kind="result", chosen=stage.hash, steps=[], note=f"not tuned: {why}")
+            return TuneOutcome(stage, source=source, note=f"not tuned: {why}")
 
-    mcts = MCTS(expand=expand, apply=apply, evaluate_many=evaluate_many, key=lambda st: st.key, seed=seed,
-                on_event=on_event, prior=prior, route=task_route)
-    left = max(0.0, budget_s - (time.monotonic() - t0))
-    # the search root carries the untuned kernel's latency: every candidate is compared with it
-    res = mcts.search(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,
-                      max_evals=max_evals, batch=getattr(pool, "workers", 1))
-    out = TuneOutcome(stage, result=res, source=source, untuned_ms=root_eval.latency_ms, tuned_ms=root_eval.latency_ms)
-    chosen = res.best_hash if res.best_hash != root.key else stage.key
-    if chosen != stage.key and source != MODEL:
-        # measured latencies are noisy: time both again, side by side, before replacing the kernel
-        a, b = ev.confirm(stage.key, chosen)
-        emit(kind="confirm", untuned=stage.key, untuned_ms=a, tuned=chosen, tuned_ms=b, latency_source=source)
-        if a is None or b is None or a / b < MIN_GAIN:
-            out.note = (f"the best candidate was not faster by {MIN_GAIN:g}x when timed again "
-                        f"({b} ms vs {a} ms untuned): the untuned kernel is kept")
+        def on_event(kind, node, parent, step, evaluation: Evaluation, evals):
+            emit(kind=kind, program_hash=node, parent=parent, step=step.to_json(), evaluations=evals,
+                 **{k: v for k, v in evaluation.to_json().items() if k != "program_hash"})
+
+        mcts = MCTS(expand=self._expander(root, bang_root), apply=self._apply, key=lambda st: st.key,
+                    seed=self.seed, on_event=on_event, prior=self.prior, route=task_route)
+        left = max(0.0, self.budget_s - (time.monotonic() - t0))
+        # the search root carries the untuned kernel's latency: every candidate is compared with it
+        rounds = mcts.rounds(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,
+                             max_evals=self.max_evals, batch=self.batch)
+        answer = None
+        while True:
+            try:
+                todo = rounds.send(answer)
+            except StopIteration as stop:
+                res: SearchResult = stop.value
+                break
+            outcomes = yield self._proposals(todo)
+            answer = [o.evaluation for o in outcomes]
+        return (yield from self._choose(res, root, root_eval))
+
+    def _choose(self, res: SearchResult, root, root_eval: Evaluation):
+        """The kernel the search leads to: the best candidate when it is faster than the untuned
+        kernel by :data:`MIN_GAIN` (timed again side by side with it, when measured), else the
+        untuned kernel; its steps re-applied one pass at a time for the log."""
+        stage, source = self.stage, self.source
+        out = TuneOutcome(stage, result=res, source=source, untuned_ms=root_eval.latency_ms,
+                          tuned_ms=root_eval.latency_ms)
+        chosen = res.best_hash if res.best_hash != root.key else stage.key
+        if chosen != stage.key and source != MODEL:
+            # measured latencies are noisy: time both again, side by side, before replacing the kernel
+            a, b = yield Confirm(stage.key, chosen)
+            self.emit(kind="confirm", untuned=stage.key, untuned_ms=a, tuned=chosen, tuned_ms=b, latency_source=source)
+            if a is None or b is None or a / b < MIN_GAIN:
+                out.note = (f"the best candidate was not faster by {MIN_GAIN:g}x when timed again "
+                            f"({b} ms vs {a} ms untuned): the untuned kernel is kept")
+                chosen = stage.key
+            else:
+                out.untuned_ms, out.tuned_ms = a, b
+        elif chosen != stage.key and res.speedup < MIN_GAIN:
+            out.note = f"the best candidate is modelled {res.speedup:.2f}x faster, under {MIN_GAIN:g}x: kept untuned"
             chosen = stage.key
+        elif chosen != stage.key:
+            out.tuned_ms = res.best_ms
+        if chosen != stage.key:
+            cur = root
+            for step in (sub for st in res.best_path for sub in
+                         (sequence_steps(st) if st.pass_name == SEQUENCE else [st])):
+                nxt = apply_step(step, cur, self.ctx)
+                done = Step(step.pass_name, step.params, "search", cur.hash, nxt.hash)
+                nxt.steps = cur.steps + (done,)
+                out.steps.append(done)
+                cur = nxt
+            assert cur.key == chosen, "re-applying the chosen steps must give the chosen program"
+            out.stage = cur
         else:
-            out.untuned_ms, out.tuned_ms = a, b
-    elif chosen != stage.key and res.speedup < MIN_GAIN:
-        out.note = f"the best candidate is modelled {res.speedup:.2f}x faster, under {MIN_GAIN:g}x: kept untuned"
-        chosen = stage.key
-    elif chosen != stage.key:
-        out.tuned_ms = res.best_ms
-    if chosen != stage.key:
-        cur = root
-        for step in (sub for st in res.best_path for sub in
-                     (sequence_steps(st) if st.pass_name == SEQUENCE else [st])):
-            nxt = apply_step(step, cur, ctx)
-            done = Step(step.pass_name, step.params, "search", cur.hash, nxt.hash)
-            nxt.steps = cur.steps + (done,)
-            out.steps.append(done)
-            cur = nxt
-        assert cur.key == chosen, "re-applying the chosen steps must give the chosen program"
-        out.stage = cur
-    else:
-        out.note = out.note or "no candidate was faster than the untuned kernel"
-    emit(kind="result", chosen=out.stage.hash, steps=[s.to_json() for s in out.steps], evaluations=res.evaluations,
-         iterations=res.iterations, stopped=res.stopped, untuned_ms=out.untuned_ms, tuned_ms=out.tuned_ms,
-         latency_source=source, curve=[list(c) for c in res.curve], note=out.note,
-         graph={"nodes": res.graph.number_of_nodes(), "edges": res.graph.number_of_edges()})
-    return out
+            out.note = out.note or "no candidate was faster than the untuned kernel"
+        self.emit(kind="result", chosen=out.stage.hash, steps=[s.to_json() for s in out.steps],
+                  evaluations=res.evaluations, iterations=res.iterations, stopped=res.stopped,
+                  untuned_ms=out.untuned_ms, tuned_ms=out.tuned_ms, latency_source=source,
+                  curve=[list(c) for c in res.curve], note=out.note,
+                  graph={"nodes": res.graph.number_of_nodes(), "edges": res.graph.number_of_edges()})
+        return out
