@@ -39,8 +39,16 @@ def fake_timer(monkeypatch, latency_of):
 def test_tuned_kernel_is_chosen_when_the_retiming_confirms_it_and_replay_rederives_it(tmp_path, monkeypatch):
     # a program with more loops (a split) is "faster" in this fake timing, always
     fake_timer(monkeypatch, lambda text, n: 10.0 / (1 + text.count("for (")))
+    import xpiler.migration.driver as D
+    driven, drive = [], D.drive
+
+    def spy(strategy, step):
+        driven.append(strategy.name)
+        return drive(strategy, step)
+    monkeypatch.setattr(D, "drive", spy)
     r = migrate(SRC, "c", outdir=tmp_path / "o", tune=True, max_evals=3, perf=False)
     assert r.verified
+    assert driven == ["plans", "mcts"], "the plans and the search go through the driver's one loop"
     ev = events(r.log_path)
     kinds = [e["kind"] for e in ev if e["type"] == "tune"]
     assert kinds[0] == "start" and kinds[-1] == "result" and kinds.count("evaluate") == 3 and "confirm" in kinds

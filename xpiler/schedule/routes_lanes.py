@@ -29,7 +29,7 @@ A second route serves row kernels whose reductions run in lane arrays (softmax_a
 5. each binding alternative of the result (``rows="block"`` among them).
 
 The search root of a c source going to cuda or hip is the loop program binding started from
-(``start`` in ``tune()``), so the route is offered there, before binding; steps 1-3 stay in c.
+(``start`` of ``MCTSStrategy``), so the route is offered there, before binding; steps 1-3 stay in c.
 Each binding alternative is one ``sequence`` step of the search (as ``through_loops`` is for
 cuda <-> hip), so every child of the root is a program in the target dialect; the log records
 the passes one by one and ``xpiler replay`` re-derives the kernel from them.
