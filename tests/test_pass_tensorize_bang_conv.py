@@ -236,8 +236,40 @@ def test_conv1d_channels_become_the_window_rows_and_verify():
     assert v.verified, v.failures[:1]
 
 
-def test_conv2d_nchw_is_left_alone():
-    # ci outside kh, kw with a unit-stride kw: not the instruction's summation order
+def test_conv2d_nchw_window_rows_are_channel_kernel_rows_and_verify():
+    # [N][Cin][H][W] data, [Cout][Cin][KH][KW] filter, summed ci, kh, kw: per output row (ho, co, n)
+    # the (ci, kh) pairs are the Cin*KH rows of a one-channel window (tile row m = (m / KH, m % KH)),
+    # the filter read as [Cout][Cin*KH][KW][1]: the same sum in the nest's order
     src, entry, p = bound("conv2d_nchw")
+    c = BC.analyse(p, p.func(entry))
+    assert c["KH"] == "(Cin * KH)" and c["KW"] == "(KW)" and c["CI"] == "(1)" and c["Co"] == "(1)" and c["per_row"]
+    assert "(H * W) * (xp_c_kh / ((KH)))" in c["in_base"] and "(W) * (xp_c_kh % ((KH)))" in c["in_base"]
+    r = tensorize.apply(p, entry=entry, target="bang")
+    assert "__bang_conv" in ops_of(r, entry)
+    v = verify(r, src)
+    assert v.verified and v.substrate == "emu:bang-cpu", v.failures[:1]
+
+
+NCHW_KW_OUTER = """
+void k(const float* input, const float* weight, float* output, int Cin, int H, int W, int Cout, int KH, int KW) {
+    int Ho = H - KH + 1;
+    int Wo = W - KW + 1;
+    for (int co = 0; co < Cout; co++)
+        for (int ho = 0; ho < Ho; ho++)
+            for (int wo = 0; wo < Wo; wo++) {
+                float acc = 0.0f;
+                for (int ci = 0; ci < Cin; ci++)
+                    for (int kw = 0; kw < KW; kw++)
+                        for (int kh = 0; kh < KH; kh++)
+                            acc += input[(ci * H + ho + kh) * W + wo + kw] * weight[((co * Cin + ci) * KH + kh) * KW + kw];
+                output[(co * Ho + ho) * Wo + wo] = acc;
+            }
+}
+"""
+
+
+def test_conv2d_nchw_summed_in_another_order_is_refused():
+    # kw outside kh: the instruction would sum kh before kw
+    p = bind_first_loop(parse_text(NCHW_KW_OUTER, "c", "k.c"), "k")
     with pytest.raises(BC.NotConv):
-        BC.analyse(p, p.func(entry))
+        BC.analyse(p, p.func("k"))

@@ -152,13 +152,33 @@ def analyse(program: N.Program, func: N.Func) -> dict:
         raise NotConv("the output index depends on the window loops", store)
     ext = dict(dim_ext)
     one = sp.Integer(1)
+    merged = None
     for inp, (a, a0), wgt, (fc, f0) in cands:
         fail = _roles(gens, ext, b, a, fc, kh, kw, ci, KH, KW, CI)
         if not isinstance(fail, str):
             break
     else:
-        raise NotConv("no operand is a channels-last input with a [Cout][KH][KW][Cin] filter over a dense "
-                      "[..][oh][ow][co] output", store)
+        # channels first (conv2d NCHW, window loops ci, kh, kw): the (ci, kh) pairs are the rows of a
+        # one-channel window, H = Cin*KH, the filter [Cout][Cin][KH][KW] read as [Cout][Cin*KH][KW][1];
+        # the instruction then sums (ci, kh), kw in the nest's order
+        if ci is None:
+            raise NotConv("no operand is a channels-last input with a [Cout][KH][KW][Cin] filter over a dense "
+                          "[..][oh][ow][co] output", store)
+        rowsym = sp.Symbol(PFX + "m")
+        for inp, (a, a0), wgt, (fc, f0) in cands:
+            if not (A.equal(fc[kh], KW * fc[kw]) and a[kh] != 0 and a[kw] != 0):
+                continue
+            fc2, a2 = dict(fc), dict(a)
+            fc2[rowsym], a2[rowsym] = fc[kw], a[kw]
+            fail = _roles(gens, ext, b, a2, fc2, rowsym, ci, None, KH * KW, CI, one)
+            if not isinstance(fail, str):
+                merged = (kh, kw, KW)
+                KH, KW, CI = KH * KW, CI, one
+                a, fc, kw = a2, fc2, ci
+                break
+        else:
+            raise NotConv("no operand is a channels-last input with a [Cout][KH][KW][Cin] filter (nor a "
+                          "channels-first one with a [Cout][Cin][KH][KW] filter) over a dense output", store)
     co, ow, rows, sw = fail[1:]
     Co = ext[co] if co is not None else one
     tx = lambda e: A.c_text(e, sp_)
@@ -166,7 +186,12 @@ def analyse(program: N.Program, func: N.Func) -> dict:
     def lin(const, coef, extra):
         terms = [(const, None)] + [(coef[g], digit[g]) for g in rows] + extra
         return " + ".join(tx(c) + (f" * {v}" if v else "") for c, v in terms if c != 0) or "0"
-    in_base = lin(a0, a, [(a[ow], PFX + "ow0"), (a[kh], PFX + "kh")])
+    if merged:      # row m of the tile is (ci, kh) = (m / KH, m % KH) of the source window
+        o_ci, o_kh, o_KH = merged
+        in_base = lin(a0, a, [(a[ow], PFX + "ow0"), (a[o_ci], f"({PFX}kh / ({tx(o_KH)}))"),
+                              (a[o_kh], f"({PFX}kh % ({tx(o_KH)}))")])
+    else:
+        in_base = lin(a0, a, [(a[ow], PFX + "ow0"), (a[kh], PFX + "kh")])
     out_base = lin(b0, b, [(b[ow], PFX + "ow0")])
     filt_base = lin(f0, fc, [])
     per_row = any(fc[g] != 0 for g in rows)
