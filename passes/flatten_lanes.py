@@ -121,6 +121,13 @@ def _vref(base, vptrs: dict, fn) -> tuple | None:
     return q, v.n
 
 
+def _plain_index(e) -> bool:
+    """``e`` reads no memory, calls nothing and assigns nothing: the lane loop may evaluate it once
+    per lane instead of once."""
+    return not any(isinstance(n, (N.Index, N.Member, N.Call, N.Intrinsic, N.AssignExpr))
+                   or isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "*", "&") for n in walk(e))
+
+
 def _vector_locals(fn) -> dict:
     """{name: Decl} of local short-vector variables (``float4 va``)."""
     return {d.name: d for d in walk(fn.body) if isinstance(d, N.Decl) and isinstance(d.type, N.Vector)
@@ -134,13 +141,13 @@ def _uses_ok(fn, vptrs: dict, vecs: dict) -> bool:
     for n in walk(fn.body):
         if isinstance(n, N.Decl) and n.name in vecs and n.init is not None:
             ref = _vref(n.init.base, vptrs, fn) if isinstance(n.init, N.Index) else None
-            if ref is None or ref[1] != n.type.n:
+            if ref is None or ref[1] != n.type.n or not _plain_index(n.init.index):
                 return False
             allowed.add(id(n.init.base))
         ref = _vref(n.target.base, vptrs, fn) if isinstance(n, N.Assign) and isinstance(n.target, N.Index) else None
         if ref is not None:
             if not (n.op == "=" and isinstance(n.value, N.Var) and n.value.name in vecs
-                    and vecs[n.value.name].type.n == ref[1]):
+                    and vecs[n.value.name].type.n == ref[1] and _plain_index(n.target.index)):
                 return False
             allowed |= {id(n.target.base), id(n.value)}
         elif isinstance(n, N.Assign) and isinstance(n.target, N.Var) and n.target.name in vecs:

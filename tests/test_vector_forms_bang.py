@@ -160,6 +160,11 @@ def test_float4_used_whole_is_left_alone():
     # a vector copied whole to another (not through a cast pointer): no lane form is claimed
     src = VEC4.replace("c4[i] = vc;", "float4 vd = vc;\n        c4[i] = vd;")
     assert vectors_to_lanes(_cu(src), "k") is None
+    # an index the lane loop would evaluate once per lane: a side effect, or a memory read
+    assert vectors_to_lanes(_cu(VEC4.replace("float4 va = a4[i];", "float4 va = a4[i++];")), "k") is None
+    src = VEC4.replace("int nvec = n / 4;", "int nvec = n / 4;\n    const int* ix = (const int*)b;").replace(
+        "c4[i] = vc;", "c4[ix[i]] = vc;")
+    assert vectors_to_lanes(_cu(src), "k") is None
     # a vector pointer that is not a cast of a pointer to its element type
     src = VEC4.replace("const float4* a4 = (const float4*)a;", "const float4* a4 = (const float4*)(a + 1);")
     assert vectors_to_lanes(_cu(src), "k") is None
