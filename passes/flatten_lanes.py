@@ -190,7 +190,8 @@ def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
         c4[i] = vc;                   ->  for (l = 0; l < 4; ++l) c[4 * i + l] = vc[l];
 
     ``a4 = (const float4*)a`` reads the same ``n`` consecutive elements of ``a``, in the same
-    order, as the lane loop; a run of ``n`` statements is made one lane loop only when statement
+    order, as the lane loop (the index ``i`` must read no memory, call nothing and assign nothing,
+    since the lane loop evaluates it once per lane); a run of ``n`` statements is made one lane loop only when statement
     ``k`` names component ``k`` alone and all ``n`` are the same statement of the component index."""
     from xpiler.ir.visit import rewrite
     from .patterns.common import fresh, replace_func
