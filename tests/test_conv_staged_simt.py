@@ -94,6 +94,16 @@ def test_per_row_form_needs_every_column_in_the_result_index():
     assert "every row and column loop" in e.value.why
 
 
+def test_columns_must_be_parallel_in_the_source():
+    # q appears in the result index but every q writes y[p] again (output dependence): the column
+    # loop is not parallel, so it is not spread over threads
+    q, _ = binding.apply(parse_text(CLOBBER.replace("y[p] = acc", "y[p + q * 0] = acc"), "c", "dw.c"),
+                         entry="dw", target="cuda")
+    with pytest.raises(PassError) as e:
+        cache.check(q, entry="dw", target="cuda")
+    assert e.value.code == "XP4001" and "not parallel in the source" in e.value.why
+
+
 @pytest.mark.parametrize("src,dst,mfma", [
     ("conv2d_nhwc/conv2d_nhwc.c", "cuda", False), ("conv2d_nhwc/conv2d_nhwc.c", "hip", True),
     ("conv2d_nhwc/conv2d_nhwc.cu", "hip", True), ("conv2d_nhwc/conv2d_nhwc.hip", "cuda", False),

@@ -222,6 +222,7 @@ def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contractio
     cols, red = [], []          # flattened column / reduction loop nests (placeholder, extent)
     # ---- the j / k structure
     inner = _single_for(body)
+    col_loops = None            # the source's column loops (i-j form), checked parallel by the wider forms
     flat_ij = wider and batch is not None and inner is None and 2 <= len(body) <= 3 and \
         isinstance(body[-1], N.Assign) and any(isinstance(s_, N.For) for s_ in body)
     if flat_ij:
@@ -233,6 +234,7 @@ def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contractio
         # i-j form with a scalar accumulator
         jloop = inner or outer
         cols, jb = _chain(jloop, "J") if inner is not None else ([], body)
+        col_loops = _chain_vars(jloop) if inner is not None else []
         N_ = _extent(cols) or (jloop.hi if inner is not None else E)
         if len(jb) != 3 and not (len(jb) == 2 and isinstance(jb[0], N.Decl)):
             raise NotMatmul("the column loop is not 'acc = 0; for k: acc += x*y; C = acc'", jloop)
@@ -324,6 +326,10 @@ def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contractio
         raise NotMatmul("the product is not row(i, k) x column(k, j)", root)
     if (split or per_row) and not {PREFIX + "i"} | ({v for v, _ in cols} or {PREFIX + "j"}) <= uc:
         raise NotMatmul("the result index does not use every row and column loop", root, illegal=True)
+    if split or per_row:
+        if col_loops is None:
+            raise NotMatmul("the row-split / per-row forms are read from the i-j form only", root)
+        _columns_parallel(program, func, root, [v for v, _ in col_loops])
     (la, oa), (lb, ob) = order
     # flattened row / column / reduction loops: the placeholders become / and % of xp_i / xp_j / xp_k
     flat, ren = {}, {}
@@ -375,6 +381,30 @@ def _chain(loop, tag):
     names = {lp.var: N.Var(f"{PREFIX}{tag}{n}") for n, lp in enumerate(chain)}
     out = [(f"{PREFIX}{tag}{n}", substitute(lp.hi, names)) for n, lp in enumerate(chain)]
     return out, [substitute(s, names) for s in _body(chain[-1])]
+
+
+def _chain_vars(loop):
+    """[(source loop variable, loop)] of the perfect unit-stride nest :func:`_chain` reads."""
+    out, cur = [], loop
+    while True:
+        out.append((cur.var, cur))
+        nxt = _single_for(_body(cur))
+        if nxt is None or not _unit_loop(nxt):
+            return out
+        cur = nxt
+
+
+def _columns_parallel(program, func, root, names):
+    """The column loops become parallel threads in the wider forms: each of them (found by its
+    variable below the bound loop) must carry no dependence in the source (passes/dependence.py),
+    else NotMatmul (illegal)."""
+    from .. import dependence as D
+    for name in names:
+        loop = next((n for n in walk(root) if isinstance(n, N.For) and n.var == name), None)
+        dep = D.check_parallel(program, func, loop) if loop is not None else "not found"
+        if dep is not None:
+            raise NotMatmul(f"column loop '{name}' is not parallel in the source "
+                            f"({getattr(dep, 'kind', dep)} dependence on '{getattr(dep, 'buffer', '?')}')", root, illegal=True)
 
 
 def _extent(chain):
