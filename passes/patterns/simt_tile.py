@@ -561,14 +561,9 @@ def rowvec_body(ct: Contraction, dialect: str, T: int) -> str:
 
 def launch_rowvec(ct: Contraction, dialect: str, T: int) -> dict:
     """Grid of :func:`rowvec_body`: T*T columns per block in x, one row per block in y."""
-    out = launch(ct, dialect, T, T, T, T * T)
-    lets = {d.name: d.init for d in ct.prelude if isinstance(d, N.Decl) and d.init is not None
-            and isinstance(d.type, N.Scalar)}
-    m = ct.M
-    for _ in range(len(lets) + 1):
-        m = substitute(m, lets)
     from xpiler.printers import printer_for
-    out["grid"][1] = printer_for(dialect).expr(m)
+    out = launch(ct, dialect, T, T, T, T * T)
+    out["grid"][1] = printer_for(dialect).expr(_over_params(ct, ct.M))
     return out
 
 
@@ -659,17 +654,21 @@ def _batched(ct, E, L, head) -> str:
                                   f"xp_b += gridDim.z) {{"] + inner + ["}"])
 
 
+def _over_params(ct: Contraction, e):
+    """``e`` over kernel parameters: the sizes the prelude computes (``Ho``, ``Lo``) inlined."""
+    lets = {d.name: d.init for d in ct.prelude if isinstance(d, N.Decl) and d.init is not None
+            and isinstance(d.type, N.Scalar)}
+    for _ in range(len(lets) + 1):
+        e = substitute(e, lets)
+    return e
+
+
 def launch(ct: Contraction, dialect: str, bx: int, by: int, tile_m: int, tile_n: int) -> dict:
     from xpiler.printers import printer_for
     p = printer_for(dialect)
-    # the launch is written over kernel parameters: sizes the prelude computes are inlined
-    lets = {d.name: d.init for d in ct.prelude if isinstance(d, N.Decl) and d.init is not None
-            and isinstance(d.type, N.Scalar)}
 
     def outer(e):
-        for _ in range(len(lets) + 1):
-            e = substitute(e, lets)
-        return e
+        return _over_params(ct, e)
     Mx, Nx = p.expr(outer(ct.M), 3), p.expr(outer(ct.N_), 3)
     grid = [f"({Nx} + {tile_n - 1}) / {tile_n}", f"({Mx} + {tile_m - 1}) / {tile_m}",
             p.expr(outer(ct.batch)) if ct.batch is not None else 1]
