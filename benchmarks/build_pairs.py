@@ -16,6 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+
+# as the xpiler command does (xpiler/__init__.py): reference outputs with one BLAS thread. Without
+# it a pool worker spun forever in OpenBLAS (self_attention.cu -> bang, 2026-12-05, twice)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import shutil
 import sys
 import time
