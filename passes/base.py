@@ -43,6 +43,16 @@ class PassError(XPError):
         self.why = why
 
 
+class AlternativeRefused(PassError):
+    """One alternative of a pass parameter does not apply (``XP4002``), e.g. loop recovery's
+    ``normalize="task_slices"`` on a program without contiguous task slices; the pass's other
+    alternatives may. The plans then propose the next alternative (xpiler/schedule/plans.py),
+    and the refusal stays in the provenance log as the reason this alternative was not taken."""
+
+    def __init__(self, pass_name: str, why: str, node=None):
+        super().__init__(pass_name, why, node, "XP4002")
+
+
 def get(name: str) -> ModuleType:
     if name not in PASSES + STEPS:
         raise KeyError(f"unknown pass {name!r}; passes are {', '.join(PASSES)}")

@@ -68,11 +68,16 @@ from xpiler.ir import nodes as N
 from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import outside_loops, rewrite, substitute, walk
 
-from .base import PassError
+from .base import AlternativeRefused, PassError
 from .expansion import _map_stmts, expand_vars, expanded_decl, init_as_stores
 from .lowering.common import TypeEnv
 
 NAME = "loop_recovery"
+
+#: the ways to normalize (parameter ``normalize``), in the order the plans try them; the first
+#: that applies wins (docs/passes/loop_recovery.md). ``True`` is the four tried in this order
+#: inside the pass (logs written before 2026-12-05), ``False`` the plain recovery.
+NORMALIZE = ("partition", "task_slices", "staged", "loops")
 
 SYNC_KINDS = ("block", "warp", "cluster", "all")     # barriers that order threads: fission points
 NOOP_KINDS = ("copy", "fence", "fence_block")        # no effect once the program is sequential
@@ -1154,8 +1159,11 @@ def _segments(node) -> list:
 
 # ============================================================================ the recovery
 class _Recovery:
-    def __init__(self, program: N.Program, entry: str, launch, normalize: bool = True, unstage: bool = True):
-        self.normalize = bool(normalize)
+    def __init__(self, program: N.Program, entry: str, launch, normalize=True, unstage: bool = True):
+        if not (isinstance(normalize, bool) or normalize in NORMALIZE):
+            raise PassError(NAME, f"normalize={normalize!r} is none of True, False, "
+                                  f"{', '.join(repr(a) for a in NORMALIZE)}", None)
+        self.normalize = normalize
         self.unstage = bool(unstage)
         self.program = program
         self.entry = entry
@@ -1273,9 +1281,13 @@ class _Recovery:
         if levels:
             new_fn = _privatize_core_memories(prog, new_fn, levels[-1].var)
         self.normalized, self.why_not_normalized = False, "normalize=False"
-        if self.normalize:
+        if self.normalize is True:
             new_fn, why = _normalize(new_fn, levels, prog, self.unstage)
             self.normalized, self.why_not_normalized = why is None, why
+        elif self.normalize:
+            new_fn = _normalize_as(self.normalize, new_fn, levels, prog)
+            self.normalized = self.normalize != "loops"
+            self.why_not_normalized = None if self.normalized else "normalize='loops'"
         new_helpers = {h.name: h.with_(kind="host", attrs=tuple(a for a in h.attrs if a in ("static", "inline")))
                        for h in helpers}
         return self._program(new_fn, new_helpers)
@@ -2714,8 +2726,47 @@ def _normalize(fn, levels, program, unstage: bool = True):
     return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc)), None
 
 
+def _normalize_as(how: str, fn, levels, program):
+    """One normalization alternative (:data:`NORMALIZE`): the new function, or
+    :class:`~xpiler.passes.base.AlternativeRefused` (XP4002) saying why it does not apply.
+
+    ``partition``: un-stage, then collapse the strided / bounds-guarded partition loops;
+    ``task_slices``: un-stage, then collapse contiguous per-task slices (Z3-proved);
+    ``staged``: collapse the strided / guarded loops of the function as recovered (no un-staging);
+    ``loops``: no collapse, element-wise staged work un-staged (always applies). In this order
+    they give what ``normalize=True`` gives (:func:`_normalize`)."""
+    from .decache import unstage as _unstage
+    if how == "loops":
+        return _unstage(fn, program)[0] if levels else fn
+
+    def refuse(why):
+        return AlternativeRefused(NAME, f"normalize={how!r}: {why}")
+    if not levels:
+        raise refuse("no partition loops")
+    if how == "staged":
+        try:
+            body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
+        except _NoNorm as e:
+            raise refuse(f"the staged function does not normalize: {e}") from None
+        return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc))
+    fn, notes = _unstage(fn, program)
+    kept = [n for n in notes if n is not None]
+    unstaging = f"; un-staging refused: {kept[-1]}" if kept else ""
+    if how == "partition":
+        try:
+            body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
+        except _NoNorm as e:
+            raise refuse(f"{e}{unstaging}") from None
+        return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc))
+    from .task_slices import Refused, collapse
+    try:
+        return collapse(fn, levels, program)
+    except Refused as e:
+        raise refuse(f"{e}{unstaging}") from None
+
+
 # ============================================================================ protocol
-def check(program, *, entry: str, launch=None, normalize: bool = True, **params) -> None:
+def check(program, *, entry: str, launch=None, normalize=True, **params) -> None:
     _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
 
 
@@ -2841,8 +2892,10 @@ def _privatize_across_phases(fn, decls, phases, loop_var: str):
     return fn.with_(body=rewrite(with_decls, swap))
 
 
-def apply(program, *, entry: str, launch=None, normalize: bool = True, **params):
-    """Recover loops; with ``normalize`` (default) collapse partition loops (see the module doc)."""
+def apply(program, *, entry: str, launch=None, normalize=True, **params):
+    """Recover loops; with ``normalize`` (default) collapse partition loops (see the module doc):
+    ``True`` tries the alternatives of :data:`NORMALIZE` in order, one of them takes that one
+    alone (refused with XP4002 where it does not apply), ``False`` keeps the partition loops."""
     new = _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
     return new, {}
 
@@ -2855,7 +2908,24 @@ def explain_normalization(program, *, entry: str, launch=None) -> tuple:
 
 
 def candidates(program, target: str) -> list[dict]:
-    """Loop recovery has no tunable parameter: one candidate (the launch comes from the spec)."""
+    """The normalization alternatives (:data:`NORMALIZE`, in order) that apply to the program's
+    kernels with the launches the program carries, each checked by :func:`check`. Where that
+    cannot be told here (a kernel without a launch in the program, or one whose recovery refuses
+    it: a migration's step takes the launch over the kernel's parameters from its StepContext),
+    one candidate without parameters (``normalize=True``: the alternatives in order, in the pass)."""
     if program.dialect not in ("cuda", "hip", "bang") or not program.kernels:
         return []
-    return [{}]
+    out = []
+    for k in program.kernels:
+        launch = program.launch_dict(k.name)
+        if not launch:
+            return [{}]
+        for how in NORMALIZE:
+            try:
+                check(program, entry=k.name, launch=launch, normalize=how)
+            except AlternativeRefused:
+                continue
+            except PassError:
+                return [{}]
+            out.append({"entry": k.name, "normalize": how})
+    return out

@@ -23,7 +23,7 @@ from ..source_text import read_source
 from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
 from .outdir import MARKER as OUT_MARKER, OutDir, migration_inputs, migration_outputs
-from .pipeline import REQUIRE, plans as default_plans
+from .pipeline import REQUIRE, alternatives, plans as default_plans
 from ..schedule.plans import PlanStrategy
 from ..schedule.strategy import Outcome, PlanStart, Proposal, drive
 from ..schedule.step import StepContext, apply_step
@@ -493,7 +493,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             emit_asm: bool = False, repair: bool = True) -> MigrationResult:
     from ..api import _resolve
     from ..frontend import parse_file
-    from xpiler.passes.base import PassError
+    from xpiler.passes.base import AlternativeRefused, PassError
 
     t0 = time.time()
     say = progress or (lambda msg: None)
@@ -738,9 +738,15 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         cur = source_stage
         last = max((k for k, (_, pp) in enumerate(plan) if pp.get(REQUIRE)), default=-1)
         for k, (pname, pparams) in enumerate(plan):
-            call = {key: v for key, v in pparams.items() if key != REQUIRE}
+            alts = alternatives({key: v for key, v in pparams.items() if key != REQUIRE})
             try:
-                cur = run_symbolic(k, pname, call, cur)
+                for a, call in enumerate(alts):   # the first alternative that applies, as the plan takes it
+                    try:
+                        cur = run_symbolic(k, pname, call, cur)
+                        break
+                    except AlternativeRefused:
+                        if a + 1 == len(alts):
+                            raise
             except PassError as e:
                 if pparams.get(REQUIRE) or e.code != "XP4002":
                     return f"{pname}: {e.code} {e.why}"
@@ -770,7 +776,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             return Outcome(verified_stage is not None)
         except PassError as e:
             sym, sym_error = None, e
-            refusals.append((pname, e, stage.dialect))
+            if not isinstance(e, AlternativeRefused):   # (another alternative of the step is proposed next)
+                refusals.append((pname, e, stage.dialect))
             log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=False, code=e.code,
                       why=e.why)
         except Exception as e:   # a crash inside one pass is a refused step, never the end of the migration
@@ -782,7 +789,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       why=detail)
             log.event("note", what="internal error in a pass", pass_name=pname, error=detail,
                       traceback=traceback.format_exc(limit=8)[-4000:])
-        if policy is not None and k >= done_steps:
+        if policy is not None and k >= done_steps and not (isinstance(sym_error, AlternativeRefused)
+                                                           and prop.alternatives_left):
+            # (an alternative the pass refused, with others after it, is no step of its own for the LLM)
             from ..frontend import parse_text
             from ..proposers.protocol import PassContext
             out_dialect = "c" if pname == "loop_recovery" else (to if pname == "binding" else stage.dialect)
@@ -821,7 +830,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         if not candidates:
             if sym_error is not None and sym_error.code != "XP4002":
                 diags.append(sym_error)
-            return Outcome(verified_stage is not None)
+            return Outcome(verified_stage is not None, refused=sym_error)
         adopted = False
         for new, who, in_log in candidates:
             v = try_candidate(k, pname, pparams, stage, new, who, in_log)

@@ -6,13 +6,20 @@ to detensorize, no SIMT indices to recover) raise ``PassError("XP4002")`` and ar
 ``plans(src, dst)`` lists alternative pipelines in order of preference: the driver runs the next
 one from the source when the previous did not reach a verified kernel in the target dialect.
 A plan with steps marked ``require`` is first probed (its passes applied without tests) and
-skipped when any of those steps does not apply.
+skipped when any of those steps does not apply. A step with ``alternatives`` stands for one
+step per parameter set, proposed in order until the pass takes one (loop recovery's
+normalizations: :data:`RECOVER`).
 """
 from __future__ import annotations
 
 SIMT = ("cuda", "hip")
 #: a step parameter: the plan is only worth running when this step applies (probed without tests)
 REQUIRE = "require"
+#: a step parameter: parameter sets tried in order, each proposed as a step of its own (merged over
+#: the step's other parameters); the next is proposed only while the pass refuses the one before as
+#: an alternative that does not apply (``passes.base.AlternativeRefused``, XP4002), so the first
+#: that applies is taken, and every refused one is in the provenance log with its reason
+ALTERNATIVES = "alternatives"
 #: the register-tiled AVX-512 gemm's tile in the default c plans (docs/decisions.md, 2026-12-04)
 GEMM_C = {"micro": "6x32", "kc": 256}
 
@@ -25,8 +32,22 @@ def default_pipeline(src: str, dst: str) -> list[tuple[str, dict]]:
     return plans(src, dst)[0]
 
 
+def alternatives(params: dict) -> list[dict]:
+    """The parameter sets a plan step stands for, in the order they are tried: one per entry of
+    its :data:`ALTERNATIVES` (merged over its other parameters), else its own parameters."""
+    base = {k: v for k, v in params.items() if k != ALTERNATIVES}
+    return [{**base, **a} for a in params.get(ALTERNATIVES) or ()] or [base]
+
+
+def recover() -> tuple[str, dict]:
+    """Loop recovery with its normalizations as alternatives, in the order the pass itself tried
+    them before 2026-12-05 (``normalize=True``; docs/passes/loop_recovery.md)."""
+    from xpiler.passes.loop_recovery import NORMALIZE
+    return ("loop_recovery", {ALTERNATIVES: [{"normalize": a} for a in NORMALIZE]})
+
+
 def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
-    general = [("detensorize", {"target": dst}), ("loop_recovery", {}), ("binding", {"target": dst})] + _finish(dst)
+    general = [("detensorize", {"target": dst}), recover(), ("binding", {"target": dst})] + _finish(dst)
     if src in SIMT and dst in SIMT:
         # keep the thread structure (rebind to the other SIMT model directly) when that verifies;
         # otherwise go through sequential loops like every other direction

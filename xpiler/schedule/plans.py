@@ -6,7 +6,10 @@ A strategy tells the driver which step to evaluate next and learns what came of 
 
 :class:`PlanStrategy` walks the plans of ``xpiler/migration/pipeline.py`` in order: each plan
 from the source program, its steps in order, the next plan only while no program in the target
-dialect has verified. A plan with a ``require``d step is probed first (its passes applied
+dialect has verified. A step with ``alternatives`` (loop recovery's normalizations) is proposed
+once per alternative, in order, with the same step number, while the pass refuses the one
+before as not applying (``AlternativeRefused``); each refusal is logged (the ``pass`` event and a
+note naming the next alternative). A plan with a ``require``d step is probed first (its passes applied
 without tests) and skipped when that step does not apply. The time budget is a wall-clock cap:
 a plan or a step that would start after it is not started, and what was not tried is said
 (XP4020) and logged. :class:`~xpiler.schedule.tune.MCTSStrategy` is the other strategy
@@ -36,7 +39,9 @@ class PlanStrategy:
         self.k_base = 0                  # steps numbered so far (the next step's number)
 
     def run(self) -> Generator:
-        from ..migration.pipeline import REQUIRE   # (xpiler.migration imports the driver, which imports this)
+        # (xpiler.migration imports the driver, which imports this)
+        from ..migration.pipeline import REQUIRE, alternatives
+        from ..passes.base import AlternativeRefused
         reached = False
         for plan_no, plan in enumerate(self.plans):
             if reached:
@@ -66,8 +71,17 @@ class PlanStrategy:
                     self.log.event("note", what="budget spent", cut=self.out_of_time,
                                    passes_not_run=left.split(", "))
                     break
-                outcome = yield Proposal(k, pname, pparams, plan_no, len(plan), [n for n, _ in plan[i + 1:]])
-                outcome = outcome or Outcome()
+                alts = alternatives(pparams)
+                for a, aparams in enumerate(alts):
+                    outcome = yield Proposal(k, pname, aparams, plan_no, len(plan), [n for n, _ in plan[i + 1:]],
+                                             alternatives_left=len(alts) - a - 1)
+                    outcome = outcome or Outcome()
+                    if a + 1 < len(alts) and isinstance(outcome.refused, AlternativeRefused):
+                        self.log.event("note", what="alternative refused", step=k, pass_name=pname,
+                                       params=aparams, code=outcome.refused.code, why=outcome.refused.why,
+                                       next=alts[a + 1])
+                        continue
+                    break
                 reached = reached or outcome.reached_target
                 if outcome.cut is not None:
                     self.out_of_time = outcome.cut

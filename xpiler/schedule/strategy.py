@@ -43,7 +43,9 @@ class Proposal:
     the plan (``plan_no``, ``plan_len``) and its passes after it (``later``). A search proposal
     carries the program the step made (``stage``, already applied by the strategy through
     :func:`~xpiler.schedule.step.apply_step`), the tag of its test and the key of the program it
-    was made from (``parent``); the untuned kernel itself is proposed with no pass (``pass_name``
+    was made from (``parent``); a plan's step that is one of several alternatives says how many
+    follow it (``alternatives_left``: proposed, with the same ``k``, while this one is refused as
+    not applying); the untuned kernel itself is proposed with no pass (``pass_name``
     empty) as the search's baseline."""
     k: int
     pass_name: str
@@ -54,6 +56,7 @@ class Proposal:
     stage: object = None
     tag: str = ""
     parent: str = ""
+    alternatives_left: int = 0
 
 
 @dataclass
@@ -61,10 +64,12 @@ class Outcome:
     """What the driver's evaluation of a proposal came to: ``reached_target`` once a program in
     the target dialect has verified (sticky for the rest of the migration); ``cut`` when the
     budget, not the program, ended the step's test (the plan stops there); ``evaluation`` for a
-    search proposal (verified, latency, latency source)."""
+    search proposal (verified, latency, latency source); ``refused``: the pass's
+    :class:`~xpiler.passes.base.PassError` when it refused the step and no candidate was taken."""
     reached_target: bool = False
     cut: str | None = None
     evaluation: object = None
+    refused: object = None
 
 
 @dataclass
