@@ -52,7 +52,10 @@ slices (``start = task * share + ...``) that the strided/guarded forms do not co
 when Z3 proves they tile one range exactly once (``passes/task_slices.py``). Anything it
 cannot prove (barriers, reductions across partitions, state kept across a partition's
 iterations, non-bounds early exits) leaves the plain recovery; see :func:`explain_normalization`
-and docs/passes/loop_recovery.md.
+and docs/passes/loop_recovery.md. Each of these ways is also a value of ``normalize`` on its own
+(:data:`NORMALIZE`: ``"partition"``, ``"task_slices"``, ``"staged"``, ``"loops"``), refused with
+``AlternativeRefused`` (XP4002) where it does not apply; the plans propose them in that order as
+steps of their own, so the provenance log names the one taken and why the others were refused.
 
 Legality (:func:`check`): the program is cuda/hip/bang with the entry defined; every launch
 dimension is an expression over kernel parameters; no warp collective, WMMA/MFMA fragment op,
