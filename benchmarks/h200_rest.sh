@@ -3,7 +3,8 @@
 # the last full tuning runs did not re-tune with the newer search steps, re-tuned and timed
 # untuned / tuned / PyTorch in one process (benchmarks/tune_gpu.py). The untuned outputs are made on
 # the CPU machine and carried in .tune_work/untuned (see h200_gemm_family.sh); wheels in .whl/.
-# Written 2026-12-05 (ninth session).
+# Written 2026-12-05 (ninth session). Run it from a snapshot (benchmarks/device_snapshot.sh .whl .tune_work),
+# not from the working tree: the ninth session measured a tree with helpers' edits in progress.
 set -u
 SOURCES=${SOURCES:-layernorm/layernorm.mlu,gemv/gemv.mlu,rmsnorm/rmsnorm.mlu,softmax/softmax.mlu,softmax/softmax_avx512.c,gemv/gemv.hip,softmax/softmax.hip,relu/relu.mlu,gelu/gelu.c,gelu/gelu.mlu,sigmoid/sigmoid.c,sigmoid/sigmoid.mlu,sign/sign.c,sign/sign.hip,sign/sign.mlu,add/add.hip,add/add.mlu,relu/relu_avx512.c,add/add_avx512.c}
 OUT=${OUT:-h200_out}
