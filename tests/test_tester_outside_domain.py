@@ -110,3 +110,18 @@ def test_a_spec_instance_is_never_left_out(tmp_path):
     assert not v.verified and any(f.instance == "base" and "SOURCE" in f.message for f in v.failures)
     v = tester.compare_kernels(src, spec_s, seeds=[0], jobs=1, timeout=30, sanitize=False, source_check=True)
     assert not v.verified
+
+
+def test_a_source_with_a_diagnostic_note_and_derived_sizes_migrates(tmp_path):
+    """The source check's notes hold diagnostics (a .cpp source's XP2007 note) beside the texts
+    the tester writes for left-out sizes; the driver reads only the texts (every .cpp source with
+    a derived instance died with XP9001 before, e.g. transpose_blocked.cpp in the dataset run)."""
+    from pathlib import Path
+
+    from xpiler.api import migrate
+    src = Path(__file__).resolve().parent.parent / "examples" / "wild" / "transpose" / "transpose_blocked.cpp"
+    r = migrate(src, to="cuda", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    import json
+    ev = next(json.loads(x) for x in r.log_path.read_text().splitlines() if '"stage": "source"' in x)
+    assert any("XP2007" in str(n) for n in ev["notes"])

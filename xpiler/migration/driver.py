@@ -576,7 +576,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
               failures=[f.to_json() for f in src_verdict.failures[:5]], notes=list(src_verdict.notes))
     for d in src_verdict.derived:   # derived sizes outside the source's domain (the tester's notes)
         why = next((n.split(": the source kernel itself fails there ", 1)[1] for n in src_verdict.notes
-                    if n.startswith(f"derived instance {d['name']} left out:")), None)
+                    if isinstance(n, str) and n.startswith(f"derived instance {d['name']} left out:")), None)
         if why:
             diags.append(XPError("XP4062", name=d["name"], sizes=", ".join(f"{k}={v}" for k, v in d["sizes"].items()),
                                  why=why.strip("()")))
