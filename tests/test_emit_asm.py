@@ -80,10 +80,25 @@ def test_cuda_ptx_and_sass_where_a_disassembler_exists():
     assert ptx.available and ".target sm_90" in ptx.text and ptx.figures["entries"] == ["gemm"]
     assert [k["registers"] > 0 for k in ptx.figures["ptxas"] if k["kernel"] == "gemm"] == [True]
     sass = arts["sass"]
-    if shutil.which("cuobjdump") or shutil.which("nvdisasm"):
+    if asm._which("cuobjdump") or asm._which("nvdisasm"):
         assert sass.available and sass.figures["instructions"] > 0
     else:
         assert not sass.available and "cuobjdump" in sass.why and sass.text is None
+
+
+def test_a_disassembler_installed_as_a_wheel_is_found_off_path(tmp_path, monkeypatch):
+    """`pip install nvidia-cuda-cuobjdump` puts the tool in site-packages/nvidia/cu*/bin, not on
+    PATH: the SASS step finds it there; with neither, it says so."""
+    import sys
+    tool = tmp_path / "site" / "nvidia" / "cu13" / "bin" / "cuobjdump"
+    tool.parent.mkdir(parents=True)
+    tool.write_text("#!/bin/sh\nexit 0\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delitem(sys.modules, "nvidia", raising=False)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")] + [p for p in sys.path if "site-packages" not in p])
+    assert asm._which("cuobjdump") == str(tool)
+    assert asm._which("nvdisasm") is None and asm._which("ptxas") is None
 
 
 def test_bang_has_no_assembler_and_says_so():

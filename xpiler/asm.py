@@ -75,14 +75,27 @@ def file_name(out_name: str, dialect: str, label: str) -> str | None:
 
 
 def _which(name: str) -> str | None:
+    """A tool on PATH, else one installed as a Python package in this environment: the CUDA
+    binary utilities come as wheels too (``pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``,
+    which put the tools in ``site-packages/nvidia/cu*/bin`` without adding them to PATH)."""
     from .platforms.base import which
-    return which(name)
+    found = which(name)
+    if found or name not in ("cuobjdump", "nvdisasm"):
+        return found
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for b in sorted(Path(root).glob(f"cu*/bin/{name}"), reverse=True):
+            if os.access(b, os.X_OK):
+                return str(b)
+    return None
 
 
-def _run(argv: list[str], cwd: Path, timeout: float) -> tuple[bool, str]:
+def _run(argv: list[str], cwd: Path, timeout: float, env: dict | None = None) -> tuple[bool, str]:
     """(ok, stdout+stderr) of a tool; a missing tool or a timeout is a failure, not an exception."""
     try:
-        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     except FileNotFoundError:
         return False, f"{argv[0]} not found"
     except subprocess.TimeoutExpired:
@@ -249,10 +262,17 @@ def _cuda(src: Path, work: Path, timeout: float) -> list[AsmArtifact]:
         argv = [dis, "-c", str(cubin)]
     if not dis:
         out.append(AsmArtifact("sass-sm_90", "sass", "sm_90", False, figures={"ptxas": res}, tool=stool.rstrip("; "),
-                               why="cuobjdump/nvdisasm not on PATH (the CUDA binary utilities; present on the GPU "
-                                   "machine): no SASS written; ptxas's sm_90 figures are recorded"))
+                               why="cuobjdump/nvdisasm not found (the CUDA binary utilities: on the GPU machine, or "
+                                   "`pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm`): no SASS written; ptxas's sm_90 figures "
+                                   "are recorded"))
         return out
-    ok, log = _run(argv, work, timeout)
+    env = None
+    nvd = _which("nvdisasm")
+    if nvd:     # cuobjdump -sass runs nvdisasm: say where it is when it is not on PATH (a wheel's)
+        import os
+        env = {**os.environ, "NVDISASM_PATH": str(Path(nvd).parent),
+               "PATH": f"{Path(nvd).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    ok, log = _run(argv, work, timeout, env)
     stool += f"{Path(argv[0]).name} {' '.join(argv[1:-1])}"
     if not ok or not log.strip():
         out.append(AsmArtifact("sass-sm_90", "sass", "sm_90", False, figures={"ptxas": res}, tool=stool,
