@@ -2746,21 +2746,19 @@ def _normalize_as(how: str, fn, levels, program):
         return AlternativeRefused(NAME, f"normalize={how!r}: {why}")
     if not levels:
         raise refuse("no partition loops")
-    if how == "staged":
+    def normalized(f, why):
         try:
-            body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
+            body = _Normalizer(levels, program, f.params).run(f.body.stmts)
         except _NoNorm as e:
-            raise refuse(f"the staged function does not normalize: {e}") from None
-        return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc))
+            raise refuse(why(e)) from None
+        return f.with_(body=N.Block(tuple(body), loc=f.body.loc))
+    if how == "staged":
+        return normalized(fn, lambda e: f"the staged function does not normalize: {e}")
     fn, notes = _unstage(fn, program)
     kept = [n for n in notes if n is not None]
     unstaging = f"; un-staging refused: {kept[-1]}" if kept else ""
     if how == "partition":
-        try:
-            body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
-        except _NoNorm as e:
-            raise refuse(f"{e}{unstaging}") from None
-        return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc))
+        return normalized(fn, lambda e: f"{e}{unstaging}")
     from .task_slices import Refused, collapse
     try:
         return collapse(fn, levels, program)

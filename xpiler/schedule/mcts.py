@@ -173,14 +173,9 @@ class MCTS:
     def search(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1) -> SearchResult:
         """The whole search with this object's own evaluator (``evaluate`` / ``evaluate_many``);
         :meth:`rounds` is the same search for a caller that evaluates the programs itself."""
-        run = self.rounds(root, root_eval, budget_s=budget_s, max_evals=max_evals, batch=batch)
-        answer = None
-        while True:
-            try:
-                todo = run.send(answer)
-            except StopIteration as stop:
-                return stop.value
-            answer = self.eval_many_fn([state for _, _, state in todo])
+        from .strategy import answer_all
+        return answer_all(self.rounds(root, root_eval, budget_s=budget_s, max_evals=max_evals, batch=batch),
+                          lambda todo: self.eval_many_fn([state for _, _, state in todo]))
 
     def rounds(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1):
         """The search as a generator: each round yields the new programs of its walks as

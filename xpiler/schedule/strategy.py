@@ -82,7 +82,11 @@ class Confirm:
 def drive(strategy, step: Callable):
     """The driver: ``step(event)`` answers each event ``strategy.run()`` yields; returns what the
     strategy returns."""
-    run: Generator = strategy.run()
+    return answer_all(strategy.run(), step)
+
+
+def answer_all(run: Generator, step: Callable):
+    """Send ``step(event)`` back for every event the generator ``run`` yields; its return value."""
     answer = None
     while True:
         try:
