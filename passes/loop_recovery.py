@@ -2693,6 +2693,15 @@ class _Normalizer:
         return stmts
 
 
+def _unstage_all(fn, program):
+    """Un-staging before a collapse: shared-memory staging phases of read-only global slices
+    (``passes/unshare.py``), then element-wise work staged through private buffers
+    (``passes/decache.py``). (new function, the notes of decache)."""
+    from .decache import unstage as _unstage
+    from .unshare import unshare as _unshare
+    return _unstage(_unshare(fn, program)[0], program)
+
+
 def _normalize(fn, levels, program, unstage: bool = True):
     """Collapse the partition loops of ``fn`` when legal; (new function, None) or (fn, why).
 
@@ -2703,8 +2712,7 @@ def _normalize(fn, levels, program, unstage: bool = True):
         return fn, "no partition loops"
     staged, notes = fn, []
     if unstage:
-        from .decache import unstage as _unstage
-        fn, notes = _unstage(fn, program)
+        fn, notes = _unstage_all(fn, program)
     try:
         body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
     except _NoNorm as e:
@@ -2738,7 +2746,7 @@ def _normalize_as(how: str, fn, levels, program):
     ``staged``: collapse the strided / guarded loops of the function as recovered (no un-staging);
     ``loops``: no collapse, element-wise staged work un-staged (always applies). In this order
     they give what ``normalize=True`` gives (:func:`_normalize`)."""
-    from .decache import unstage as _unstage
+    _unstage = _unstage_all
     if how == "loops":
         return _unstage(fn, program)[0] if levels else fn
 

@@ -1,0 +1,430 @@
+"""Shared-memory un-staging (the SIMT side of passes/decache.py): a read-only global slice that
+the threads of a block copied cooperatively into shared memory (LDS) is read from global memory
+again, and the staging copy disappears.
+
+After loop recovery a block that staged, say, one filter of a convolution looks like::
+
+    for (int bx = 0; bx < nbx; ++bx) {
+        float filt[...];                                   // the block's shared array
+        int co = row % Cout;
+        for (int tx = 0; tx < 64; ++tx)                    // the staging phase
+            for (int e = tx; e < Cin * KW; e += 64)
+                filt[e] = weight[(long)co * Cin * KW + e];
+        for (int tx = 0; tx < 64; ++tx) { ... sum += x[ci * L + k] * filt[ci * KW + k]; ... }
+    }
+
+:func:`unshare` rewrites every read ``filt[i]`` after the staging phase into the staged value at
+``i`` (``weight[(long)co * Cin * KW + (ci * KW + k)]``) and deletes the staging phase and the
+array, so the block has one phase left that the partition normalization of loop recovery (and
+after it the cache and tensorize passes of any target) can read as a plain loop nest.
+
+Legality (all must hold, else the block is kept as it is and the reason is noted):
+
+* the staging phase is a nest of one or two constant-extent thread loops ``t1 < T1``
+  (``t2 < T2``) whose innermost body holds at most a lane declaration ``lane = t1 * T2 + t2``
+  and copy loops ``for (e = lane; e < E; e += T1 * T2) S[e] = V(e);`` (pure scalar
+  declarations may precede the store). The lanes ``0 .. T1*T2-1`` each start once and stride by
+  their number, so every ``e`` in ``[0, E)`` is written exactly once and nothing else is;
+* ``S`` is an array declared (without initializer) in the same block before the phase and is
+  named nowhere but in its declaration, that store and element reads ``S[i]`` in the
+  statements after the phase (no second write, no pointer taken into it);
+* ``V`` reads memory only through pointer parameters that the function never stores through,
+  calls nothing but math, and depends on ``e`` and on names fixed for the whole block (kernel
+  parameters no statement assigns, loops around the block, pure declarations of the block made
+  before the phase): none of them is assigned, re-declared or used as a loop variable after
+  the phase, so ``V(i)`` at a read is the value the phase stored at ``i``;
+* at every read ``S[i]``, ``0 <= i < E`` is proved by Z3 under the ranges of the loops and the
+  branch conditions around the read (pure declarations on the way are used as definitions): the
+  element read is one the phase wrote.
+
+With these, each read returns exactly the value it returned before (the staged value of that
+element, converted to the array's element type, which the rewrite keeps with a cast when the
+types differ), and the phase wrote nothing else, so dropping it changes no result.
+"""
+from __future__ import annotations
+
+import z3
+
+from xpiler.ir import nodes as N
+from xpiler.ir import smt
+from xpiler.ir.intrinsics import REGISTRY
+from xpiler.ir.visit import rewrite, substitute, walk
+
+from . import dependence as D
+
+NAME = "unshare"
+
+
+class Refused(Exception):
+    """This block is not un-shared; the message says why."""
+
+
+def _vars(node) -> set:
+    return {n.name for n in walk(node) if isinstance(n, N.Var)}
+
+
+def _count(node, name) -> int:
+    return sum(1 for n in walk(node) if isinstance(n, N.Var) and n.name == name)
+
+
+def _is_int(e, v=None) -> bool:
+    return isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) and (
+        v is None or e.value == v)
+
+
+def _pure(e) -> bool:
+    """No memory read, no side effect, no call but math."""
+    for n in walk(e):
+        if isinstance(n, (N.Index, N.Member, N.Call, N.AssignExpr, N.Comma)):
+            return False
+        if isinstance(n, N.UnOp) and n.op in ("*", "++", "--", "p++", "p--", "&"):
+            return False
+        if isinstance(n, N.Intrinsic) and (REGISTRY.get(n.name) is None or REGISTRY[n.name].category != "math"):
+            return False
+    return True
+
+
+def _real(stmts) -> list:
+    return [s for s in stmts if not isinstance(s, N.Comment)]
+
+
+class _Ctx:
+    def __init__(self, fn: N.Func, program):
+        self.fn = fn
+        self.params = {p.name: p.type for p in fn.params}
+        self.decls = {}
+        for d in walk(fn.body):
+            if isinstance(d, N.Decl):
+                self.decls.setdefault(d.name, []).append(d)
+        self.loopvars = {}
+        for l in walk(fn.body):
+            if isinstance(l, N.For):
+                self.loopvars[l.var] = self.loopvars.get(l.var, 0) + 1
+        # names changed by a statement (loop variables are not counted here: they are fixed in
+        # their body, and the block's enclosing loops are passed separately)
+        self.assigned = D.assigned_names(fn.body) - {l.var for l in walk(fn.body) if isinstance(l, N.For)}
+        self.macros = {m.name: m for m in (program.macros if program is not None else ())}
+        self.stored = set()       # pointer parameters stored through (directly or by an alias)
+        ptr_params = {p for p, t in self.params.items() if isinstance(t, N.Pointer)}
+        for n in walk(fn.body):
+            tgt = n.target if isinstance(n, (N.Assign, N.AssignExpr)) else None
+            if isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--"):
+                tgt = n.operand
+            if tgt is not None and not isinstance(tgt, N.Var):
+                for v in _vars(tgt):
+                    self.stored |= self.roots(v, ptr_params)
+
+    def roots(self, v, ptr_params, seen=()) -> set:
+        """The pointer parameters a name may point into (all of them when that is not known)."""
+        if v in self.params and v not in self.decls:
+            return {v} if v in ptr_params else set()
+        ds = self.decls.get(v, [])
+        if not ds and v not in self.params:
+            return set()        # a loop variable or a macro: no pointer
+        if len(ds) == 1 and not isinstance(ds[0].type, (N.Pointer, N.Array)):
+            return set()
+        if len(ds) == 1 and isinstance(ds[0].type, N.Array):
+            return set()
+        if len(ds) == 1 and ds[0].init is not None and v not in self.assigned and v not in seen:
+            out = set()
+            for w in _vars(ds[0].init):
+                out |= self.roots(w, ptr_params, seen + (v,))
+            return out
+        return set(ptr_params)
+
+    def stable(self, e) -> bool:
+        """No name of ``e`` is changed by an assignment anywhere in the function."""
+        return not (_vars(e) & self.assigned)
+
+    def env(self, lets: dict) -> D.Z3Env:
+        return D.Z3Env(loopvars=set(), lets=dict(lets), macros=self.macros, int_params=set(), varying=set())
+
+    def proves(self, hyps, goal_fn, lets: dict) -> bool:
+        env = self.env(lets)
+        try:
+            hs = [h(env) for h in hyps]
+            g = goal_fn(env)
+        except Exception:           # an expression Z3 cannot take: not proven
+            return False
+        s = smt.solver(D.TIMEOUT_MS)
+        s.add(*env.cons)
+        s.add(*hs)
+        s.add(z3.Not(g))
+        return s.check() == z3.unsat
+
+
+class _Copy:
+    """One copy loop ``for (e = lane; e < E; e += T) { lets; S[e] = V; }``."""
+
+    def __init__(self, loop: N.For, lane, total: int, ctx: _Ctx, lane_lets: dict):
+        self.loop = loop
+        if not (isinstance(loop.lo, N.Var) and loop.lo.name == lane):
+            raise Refused(f"copy loop '{loop.var}' does not start at the thread's lane")
+        if not ctx.proves([], lambda env: D.to_z3(loop.step, "a", env) == total, {}):
+            raise Refused(f"copy loop '{loop.var}' does not stride by the {total} lanes of the block")
+        body = _real(loop.body.stmts)
+        lets = {}
+        for s in body[:-1]:
+            if not (isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init)):
+                raise Refused(f"copy loop '{loop.var}' holds more than declarations and one store")
+            lets[s.name] = substitute(s.init, lets)
+        st = body[-1] if body else None
+        if not (isinstance(st, N.Assign) and st.op == "=" and isinstance(st.target, N.Index) and
+                isinstance(st.target.base, N.Var) and isinstance(st.target.index, N.Var) and
+                st.target.index.name == loop.var):
+            raise Refused(f"copy loop '{loop.var}' does not end in one store 'S[{loop.var}] = ...'")
+        self.array = st.target.base.name
+        self.var = loop.var
+        self.extent = loop.hi
+        self.value = substitute(st.value, lets)
+        if lane in _vars(self.value) or set(lane_lets) & _vars(self.value) or lane in _vars(self.extent):
+            raise Refused(f"the value staged into '{self.array}' depends on the thread")
+        for n in walk(self.value):
+            if isinstance(n, (N.Call, N.AssignExpr, N.Comma, N.Member)) or (
+                    isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&")) or (
+                    isinstance(n, N.Intrinsic) and (REGISTRY.get(n.name) is None or
+                                                    REGISTRY[n.name].category != "math")):
+                raise Refused(f"the value staged into '{self.array}' is not a plain read of global memory")
+            if isinstance(n, N.Index) or (isinstance(n, N.UnOp) and n.op == "*"):
+                base = n.base if isinstance(n, N.Index) else n.operand
+                ptrs = {v for v in _vars(base) if isinstance(ctx.params.get(v), N.Pointer) and v not in ctx.decls}
+                locals_ = {v for v in _vars(base) - ptrs if isinstance(
+                    ctx.params.get(v) or (ctx.decls[v][0].type if v in ctx.decls else None), (N.Pointer, N.Array))}
+                if not ptrs or locals_ or ptrs & (ctx.stored | ctx.assigned):
+                    raise Refused(f"the value staged into '{self.array}' reads memory that is not a "
+                                  "read-only kernel parameter")
+
+
+def _phase(s, ctx: _Ctx):
+    """The copy loops of a staging phase ``s`` (thread loops around copy loops), or Refused."""
+    loops, cur = [], s
+    while isinstance(cur, N.For) and len(loops) < 2:
+        if not (_is_int(cur.lo, 0) and _is_int(cur.step, 1) and _is_int(cur.hi) and cur.hi.value > 0):
+            break
+        loops.append(cur)
+        inner = _real(cur.body.stmts)
+        if len(inner) == 1 and isinstance(inner[0], N.For) and len(loops) < 2 and \
+                _is_int(inner[0].lo, 0) and _is_int(inner[0].hi):
+            cur = inner[0]
+            continue
+        break
+    if not loops:
+        raise Refused("not a thread loop")
+    body = _real(loops[-1].body.stmts)
+    total = 1
+    for l in loops:
+        total *= l.hi.value
+    lane_lets = {}
+    if len(loops) == 1:
+        lane = loops[0].var
+    else:
+        if not (body and isinstance(body[0], N.Decl) and isinstance(body[0].type, N.Scalar) and
+                body[0].init is not None):
+            raise Refused("two thread loops without a lane declaration")
+        d = body[0]
+        t1, t2 = loops[0].var, loops[1].var
+        if not ctx.proves([], lambda env: D.to_z3(d.init, "a", env) ==
+                          z3.Int(t1) * loops[1].hi.value + z3.Int(t2), {}):
+            raise Refused(f"lane '{d.name}' is not {t1} * {loops[1].hi.value} + {t2}")
+        lane, lane_lets, body = d.name, {d.name: d.init}, body[1:]
+    if not body or not all(isinstance(x, N.For) for x in body):
+        raise Refused("the thread loop holds more than copy loops")
+    copies = [_Copy(x, lane, total, ctx, lane_lets) for x in body]
+    if len({c.array for c in copies}) != len(copies):
+        raise Refused("two copy loops store to one array")
+    return loops, copies
+
+
+def _reads(stmts, array: str, hyps: list, lets: dict, bound: frozenset, ctx: _Ctx, out: list):
+    """Every read ``array[i]`` in ``stmts`` with the facts that hold there (loop ranges, branch
+    conditions, pure declarations on the way); Refused at any other use of the array. Only
+    names that no statement assigns enter a fact (a loop variable: only when its body does not
+    assign it), and a name bound twice on the way (shadowing) is refused, so every Z3 symbol
+    stands for one value at the read."""
+    for s in stmts:
+        if isinstance(s, N.Comment):
+            continue
+        if isinstance(s, N.Block):
+            _reads(s.stmts, array, hyps, dict(lets), bound, ctx, out)
+            continue
+        if isinstance(s, N.For):
+            for e in (s.lo, s.hi, s.step):
+                _expr_reads(e, array, hyps, lets, out)
+            if s.var in bound:
+                if _count(s.body, array):
+                    raise Refused(f"loop variable '{s.var}' shadows another name on the way to a read")
+                continue
+            v, lo, hi, step = s.var, s.lo, s.hi, s.step
+            h = list(hyps)
+            if v not in ctx.assigned and v not in _vars((lo, hi, step)) and ctx.stable((lo, hi, step)):
+                h.append(lambda env, v=v, lo=lo: z3.Int(v) >= D.to_z3(lo, "a", env))
+                h.append(lambda env, v=v, hi=hi: z3.Int(v) < D.to_z3(hi, "a", env))
+                h.append(lambda env, step=step: D.to_z3(step, "a", env) > 0)
+            inner = dict(lets)
+            inner.pop(v, None)
+            _reads(s.body.stmts, array, h, inner, bound | {v}, ctx, out)
+            continue
+        if isinstance(s, N.If):
+            _expr_reads(s.cond, array, hyps, lets, out)
+            c = s.cond
+            ok = ctx.stable(c) and _pure(c)
+            then_h = hyps + ([lambda env, c=c: D.to_z3_bool(c, "a", env)] if ok else [])
+            _reads([s.then], array, then_h, dict(lets), bound, ctx, out)
+            if s.else_ is not None:
+                else_h = hyps + ([lambda env, c=c: z3.Not(D.to_z3_bool(c, "a", env))] if ok else [])
+                _reads([s.else_], array, else_h, dict(lets), bound, ctx, out)
+            continue
+        if isinstance(s, N.Decl):
+            if s.init is not None:
+                _expr_reads(s.init, array, hyps, lets, out)
+            if s.name in bound:
+                raise Refused(f"'{s.name}' is declared twice on the way to a read of '{array}'")
+            bound = bound | {s.name}
+            if isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init) and ctx.stable(s.init) and \
+                    len(ctx.decls.get(s.name, [])) == 1 and s.name not in ctx.assigned:
+                lets[s.name] = s.init
+            else:
+                lets.pop(s.name, None)
+            continue
+        if isinstance(s, N.Assign):
+            if isinstance(s.target, N.Index) and isinstance(s.target.base, N.Var) and s.target.base.name == array:
+                raise Refused(f"'{array}' is written again after the staging phase")
+            _expr_reads(s.target, array, hyps, lets, out)
+            _expr_reads(s.value, array, hyps, lets, out)
+            continue
+        if isinstance(s, (N.ExprStmt, N.Return)):
+            _expr_reads(s, array, hyps, lets, out)
+            continue
+        if _count(s, array):
+            raise Refused(f"'{array}' is used in a {type(s).__name__} statement")
+
+
+def _expr_reads(e, array, hyps, lets, out):
+    if e is None:
+        return
+    idx_nodes = [n for n in walk(e) if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name == array]
+    if len(idx_nodes) != _count(e, array):
+        raise Refused(f"'{array}' is used other than as an element read")
+    for n in walk(e):
+        if isinstance(n, (N.AssignExpr, N.UnOp)) and (
+                isinstance(n, N.AssignExpr) or n.op in ("++", "--", "p++", "p--", "&")) and \
+                _count(n.target if isinstance(n, N.AssignExpr) else n.operand, array):
+            raise Refused(f"'{array}' is written or its address taken after the staging phase")
+    for n in idx_nodes:
+        out.append((n, list(hyps), dict(lets)))
+
+
+def _fixed_names(copy: _Copy, before: list, outer_loops: set, ctx: _Ctx, after) -> None:
+    """The names of the staged value and extent keep their value from the phase to every read."""
+    block_lets = {s.name for s in before if isinstance(s, N.Decl)}
+    rebound = {d.name for d in walk(tuple(after)) if isinstance(d, N.Decl)} | {
+        l.var for l in walk(tuple(after)) if isinstance(l, N.For)}
+    for v in (_vars(copy.value) | _vars(copy.extent)) - {copy.var}:
+        if v in ctx.macros:
+            continue
+        if v in rebound or v in ctx.assigned:
+            raise Refused(f"'{v}' (in the value staged into '{copy.array}') changes or is re-declared "
+                          "after the staging phase")
+        if (v in ctx.params and v not in ctx.decls) or v in outer_loops:
+            continue
+        if v in block_lets and len(ctx.decls.get(v, [])) == 1:
+            continue
+        raise Refused(f"'{v}' (in the value staged into '{copy.array}') is not fixed for the block")
+
+
+def _unshare_block(stmts: list, outer_loops: set, ctx: _Ctx):
+    """New statements of a block with one staging phase un-shared, or Refused / None (no phase)."""
+    for k, s in enumerate(stmts):
+        if not isinstance(s, N.For):
+            continue
+        try:
+            loops, copies = _phase(s, ctx)
+        except Refused:
+            # a loop that stores into an array of the block looked like a staging phase: say why
+            # it was kept; any other loop is simply not one
+            local = {d.name for d in stmts[:k] if isinstance(d, N.Decl) and isinstance(d.type, N.Array)}
+            if any(isinstance(n, N.Assign) and isinstance(n.target, N.Index) and
+                   isinstance(n.target.base, N.Var) and n.target.base.name in local for n in walk(s)):
+                raise
+            continue
+        before, after = stmts[:k], stmts[k + 1:]
+        new_after = list(after)
+        drop = set()
+        for c in copies:
+            decl = [d for d in before if isinstance(d, N.Decl) and d.name == c.array]
+            if len(decl) != 1 or len(ctx.decls.get(c.array, [])) != 1 or decl[0].init is not None or \
+                    not isinstance(decl[0].type, N.Array) or not isinstance(decl[0].type.elem, N.Scalar):
+                raise Refused(f"'{c.array}' is not an array declared once in the block")
+            if _count(tuple(before), c.array) or _count(ctx.fn.body, c.array) != \
+                    _count(s, c.array) + _count(tuple(after), c.array):
+                raise Refused(f"'{c.array}' is used outside the block after its staging phase")
+            _fixed_names(c, before, outer_loops, ctx, after)
+            lets = {d.name: d.init for d in before if isinstance(d, N.Decl) and isinstance(d.type, N.Scalar)
+                    and d.init is not None and _pure(d.init) and ctx.stable(d.init) and len(ctx.decls.get(d.name, [])) == 1
+                    and d.name not in ctx.assigned}
+            reads = []
+            _reads(after, c.array, [], dict(lets), frozenset(lets), ctx, reads)
+            elem = decl[0].type.elem
+            repl = {}
+            for node, hyps, rlets in reads:
+                i, ext = node.index, c.extent
+                if not _pure(i) or not ctx.stable(i):
+                    raise Refused(f"the index of a read of '{c.array}' is not a fixed integer expression")
+                if not ctx.proves(hyps, lambda env: z3.And(D.to_z3(i, "a", env) >= 0,
+                                                           D.to_z3(i, "a", env) < D.to_z3(ext, "a", env)),
+                                  {**lets, **rlets}):
+                    raise Refused(f"a read of '{c.array}' may lie outside the {c.array}[0 .. E) the phase "
+                                  "wrote")
+                val = substitute(c.value, {c.var: i})
+                if not (isinstance(c.value, N.Index) and isinstance(c.value.base, N.Var) and
+                        isinstance(ctx.params.get(c.value.base.name), N.Pointer) and
+                        isinstance(ctx.params[c.value.base.name].elem, N.Scalar) and
+                        ctx.params[c.value.base.name].elem.dtype == elem.dtype):
+                    val = N.Cast(elem.with_(const=False) if elem.const else elem, val, loc=node.loc)
+                repl[id(node)] = val
+            new_after = [rewrite(x, lambda n: repl.get(id(n), n)) for x in new_after] if repl else new_after
+            drop.add(c.array)
+        out = [d for d in before if not (isinstance(d, N.Decl) and d.name in drop)] + new_after
+        return out, sorted(drop)
+    return None
+
+
+def unshare(fn: N.Func, program=None):
+    """``fn`` with every legal shared-memory staging phase removed: (new function, notes).
+    A note is ``(arrays, None)`` for an un-shared phase, or ``(None, why)`` when a block that held
+    a staging phase was kept."""
+    ctx = _Ctx(fn, program)
+    notes = []
+
+    def visit_block(blk: N.Block, outer: set):
+        stmts = [visit(s, outer) for s in blk.stmts]
+        while True:
+            try:
+                res = _unshare_block(stmts, outer, ctx)
+            except Refused as e:
+                notes.append((None, str(e)))
+                break
+            if res is None:
+                break
+            stmts, arrays = res
+            notes.append((arrays, None))
+        if len(stmts) == len(blk.stmts) and all(a is b for a, b in zip(stmts, blk.stmts)):
+            return blk
+        return blk.with_(stmts=tuple(stmts))
+
+    def visit(s, outer):
+        if isinstance(s, N.Block):
+            return visit_block(s, outer)
+        if isinstance(s, N.For):
+            b = visit_block(s.body, outer | {s.var})
+            return s if b is s.body else s.with_(body=b)
+        if isinstance(s, N.If):
+            t = visit(s.then, outer)
+            e = visit(s.else_, outer) if s.else_ is not None else None
+            return s if (t is s.then and e is s.else_) else s.with_(then=t, else_=e)
+        return s
+
+    body = visit_block(fn.body, set())
+    if body is fn.body:
+        return fn, notes
+    return fn.with_(body=body), notes
