@@ -207,6 +207,10 @@ def _failure_from_outcome(oc, inst: Instance, seed: int, timeout: float, mem_mb:
         lines = [ln for ln in log.splitlines() if ln.startswith("xpiler-runtime-error:")]
         msg = lines[0].split(":", 1)[1].strip() if lines else "emulator runtime error"
         code = msg.split()[0] if msg.startswith("XP") else "XP2109"
+        if code == "XP4280":     # the harness's guard zones (xp_job.h), on every substrate
+            return RunFailure(code, f"out-of-bounds write found by the harness's guard zones: {msg.split(None, 1)[-1]}",
+                              inst.name, seed,
+                              log=log)
         return RunFailure(code, f"emulator runtime error: {msg}", inst.name, seed, log=log)
     if oc.reason == "crash":
         return RunFailure("XP2104", f"kernel run crashed (signal {oc.signal})", inst.name, seed, log=log)
