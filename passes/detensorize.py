@@ -234,6 +234,8 @@ def apply(program: N.Program, *, entry: str = None, target: str | None = None, k
             return lower_program(program, names, Ctx)
         return program
     hooks = _hooks_for(program.dialect)
+    if hasattr(hooks, "mfma_lift"):
+        hooks.mfma_lift = params.get("mfma_lift", True)
     items = []
     for it in program.items:
         if isinstance(it, N.Func) and it.body is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, walk
 
-from . import mfma as L_mfma, warp as L_warp, wmma as L_wmma
+from . import mfma as L_mfma, mfma_lift as L_lift, warp as L_warp, wmma as L_wmma
 from .common import FLOAT, INT, add, assign, base_name, block, c, cast, decl, ix, mul
 
 LANE_BUILTINS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "__lane_id")
@@ -94,8 +94,9 @@ def varying_names(func: N.Func) -> set:
 
 
 class SimtHooks:
-    def __init__(self):
+    def __init__(self, mfma_lift: bool = True):
         self.coll_funcs = None
+        self.mfma_lift = mfma_lift      # MFMA as its contraction where mfma_lift.plan allows it
 
     # -------------------------------------------------------------- per function
     def begin(self, ctx):
@@ -112,6 +113,11 @@ class SimtHooks:
         ctx.frags = {}
         ctx.buffers = {}
         ctx.tid_name = None
+        ctx.mfma_lifts, ctx.mfma_kept, ctx.mfma_drop = {}, {}, set()
+        if ctx.dialect == "hip" and self.mfma_lift and ctx.func.kind == "kernel":
+            ctx.mfma_lifts, ctx.mfma_kept = L_lift.plan(ctx.func, ctx.varying)
+            for lift in ctx.mfma_lifts.values():
+                ctx.mfma_drop.update(lift.drop)
 
     def end(self, ctx, body):
         # hip vector values (floatx4 ...) -> plain arrays, so the result compiles for any SIMT target;
@@ -148,6 +154,8 @@ class SimtHooks:
 
     # -------------------------------------------------------------- control flow
     def around_loop(self, ctx, s, rebuild):
+        if id(s) in ctx.mfma_drop:      # an operand fill loop a lifted MFMA no longer reads
+            return []
         if isinstance(s, N.For):
             hv = any(_mentions(x, ctx.varying) for x in (s.lo, s.hi, s.step))
         elif isinstance(s, N.CFor):
@@ -241,6 +249,8 @@ class SimtHooks:
     # -------------------------------------------------------------- statements
     def stmt(self, ctx, s):
         from xpiler.passes.detensorize import _call_name
+        if id(s) in ctx.mfma_drop:      # an operand declaration a lifted MFMA no longer reads
+            return []
         # fragments -> whole-tile arrays
         if isinstance(s, N.Decl) and isinstance(s.type, N.Fragment):
             ctx.frags[s.name] = s.type
@@ -262,7 +272,10 @@ class SimtHooks:
             call = s.value if isinstance(s, N.Assign) else s.init
             ctx.mfma_lowered = True
             res = ctx.fresh("d")
-            pre += L_mfma.lower(ctx, call, res, self.barrier)
+            if id(s) in ctx.mfma_lifts:
+                pre += L_lift.lower(ctx, call, res, ctx.mfma_lifts[id(s)])
+            else:
+                pre += L_mfma.lower(ctx, call, res, self.barrier)
             e = ctx.fresh("e")
             from .common import loop
             if isinstance(s, N.Assign):
