@@ -74,12 +74,14 @@ __global__ void k(const float *A, const float *B, float *C) {
     __syncthreads();
     for (int e = 0; e < 4; ++e)
         C[(4 * g + e) * 16 + i] = acc[e];
+    EXTRA
 }
 """
 
 
 def _plan(**change):
     text = KERNEL.replace("SYNC", change.get("sync", "__syncthreads();")).replace("OPB", change.get("opb", "Bs[g * 16 + i]"))
+    text = text.replace("EXTRA", change.get("extra", ""))
     prog = parse_text(text, "hip", "k.hip")
     func = next(f for f in prog.funcs if f.name == "k")
     return prog, mfma_lift.plan(func, varying_names(func))
@@ -98,6 +100,7 @@ def test_plan_lifts_the_plain_kernel():
     ({"sync": ""}, "written between the barriers"),                      # tiles written without a barrier
     ({"opb": "B[tid]"}, "differs between the lanes"),                     # a global read by the own thread id
     ({"opb": "Bs[g * 16 + i] + (float)threadIdx.x"}, "reads threadIdx directly"),
+    ({"extra": "C[256 + tid] = a;"}, "read elsewhere than by the MFMA"),  # the operand is live after it
 ])
 def test_plan_refusals_keep_the_exchange(change, reason):
     prog, (lifts, why) = _plan(**change)

@@ -114,6 +114,10 @@ class _Planner:
                     base = base.base
                 if isinstance(base, N.Var):
                     self.assigned.setdefault(base.name, []).append(n)
+        self.uses = {}
+        for n in walk(func.body):
+            if isinstance(n, N.Var):
+                self.uses[n.name] = self.uses.get(n.name, 0) + 1
         self.ty = any(isinstance(n, N.Builtin) and n.name in ("threadIdx.y", "threadIdx.z") for n in walk(func.body))
 
     # ---- values of the let chain
@@ -186,6 +190,8 @@ class _Planner:
         for arg in call.args[:2]:
             if not isinstance(arg, N.Var) or arg.name in self.dup:
                 return "an operand is not a variable declared once"
+            if self.uses.get(arg.name, 0) != (1 if not half else 2):
+                return f"operand '{arg.name}' is read elsewhere than by the MFMA"
             k = next((n for n in range(j) if isinstance(stmts[n], N.Decl) and stmts[n].name == arg.name), None)
             if k is None:
                 return f"operand '{arg.name}' is not declared in the MFMA's statement list"
