@@ -124,3 +124,35 @@ def test_refuses_c_aliasing_an_operand():
 def test_bad_parameters_are_xp4210(params, words):
     e = refusal(MM.format(T="float", a="A[i * K + k]", b="B[k * N + j]", c="C[i * N + j]"), **params)
     assert e.code == "XP4210" and words in e.why
+
+
+def test_no_untested_fallback_k_zero_runs_the_tiled_path(tmp_path):
+    """The form keeps no second copy of the nest (docs/decisions.md, 2026-12-05: a path no test
+    runs is not emitted); K <= 0 takes the tiled path with one k slice of length 0 and writes
+    C = 0, as the nest does; a failed malloc aborts with a message."""
+    import shutil
+    import subprocess
+    from xpiler.platforms.c import cpu_flags
+    from xpiler.printers import print_program
+    src, p = example("gemm")
+    r = tensorize.apply(p, entry="gemm", target="c", micro="6x32", kc=256)
+    text = print_program(r, "c")
+    assert "c[j] += a * b[j]" not in text and "} else {" not in text.split("xg_bp")[-1]
+    assert "abort();" in text and "xg_Kb" in text
+    if "avx512f" not in cpu_flags() or not shutil.which("gcc"):
+        pytest.skip("needs gcc and AVX-512 to run the output")
+    (tmp_path / "gemm.c").write_text(text)
+    (tmp_path / "main.c").write_text(r"""
+#include <stdio.h>
+#include <math.h>
+void gemm(const float *A, const float *B, float *C, int M, int N, int K);
+int main(void) {
+    float A[1], B[1], C[7 * 37];
+    for (int i = 0; i < 7 * 37; ++i) C[i] = NAN;
+    gemm(A, B, C, 7, 37, 0);
+    for (int i = 0; i < 7 * 37; ++i) if (C[i] != 0.0f) { printf("C[%d] = %g\n", i, C[i]); return 1; }
+    return 0;
+}
+""")
+    subprocess.run(["gcc", "-O1", "-mavx512f", "gemm.c", "main.c", "-o", "run", "-lm"], cwd=tmp_path, check=True)
+    assert subprocess.run(["./run"], cwd=tmp_path).returncode == 0

@@ -234,12 +234,18 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w(f"// tensorize(micro=\"{mr}x{nr}\", kc={kc}, mc={mc}, nc={nc}): C = A . B, {mr}x{nr} register tile, "
       f"A and B packed per {mc}x{kc} / {kc}x{nc} block")
     w("{")
-    w(f"    const long {P}M = (long)({_t(ct.M)}), {P}N = (long)({_t(ct.N_)}), {P}K = (long)({_t(ct.K)}), "
-      f"{P}nb = {batch};")
-    w(f"    float *{P}bp = 0;")
-    w(f"    if ({P}M > 0 && {P}N > 0 && {P}K > 0 && {P}nb > 0)")
-    w(f"        {P}bp = (float *)malloc(sizeof(float) * {kc * nc});")
-    w(f"    if ({P}bp != 0) {{")
+    # No second path (docs/decisions.md, 2026-12-05 "no untested fallback"): K <= 0 runs one k
+    # slice of length 0 (C = 0, as the nest does); a failed malloc is reported and aborts.
+    w(f"    const long {P}M = (long)({_t(ct.M)}), {P}N = (long)({_t(ct.N_)}), {P}K = (long)({_t(ct.K)}) > 0 ? "
+      f"(long)({_t(ct.K)}) : 0L, {P}nb = {batch};")
+    w(f"    const long {P}Kb = {P}K > 0 ? {P}K : 1L;")
+    w(f"    if ({P}M > 0 && {P}N > 0 && {P}nb > 0) {{")
+    w(f"        float *{P}bp = (float *)malloc(sizeof(float) * {kc * nc});")
+    w(f"        if ({P}bp == 0) {{")
+    w(f"            fputs(\"xpiler tensorize(c): malloc of the {4 * kc * nc}-byte gemm packing buffer failed\\n\", "
+      f"stderr);")
+    w("            abort();")
+    w("        }")
     w(f"        const long {P}lda = {lda}, {P}ldb = {ldb}, {P}ldc = {ldc};")
     w(f"        for (long {P}b = 0; {P}b < {P}nb; ++{P}b) {{")
     w(f"            const float *{P}A = {ct.A} + ({off(g.a)});")
@@ -247,7 +253,7 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w(f"            float *{P}C = {ct.C} + ({off(g.c)});")
     w(f"            for (long {P}jc = 0; {P}jc < {P}N; {P}jc += {nc}) {{")
     w(f"                const long {P}nc = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};")
-    w(f"                for (long {P}pc = 0; {P}pc < {P}K; {P}pc += {kc}) {{")
+    w(f"                for (long {P}pc = 0; {P}pc < {P}Kb; {P}pc += {kc}) {{")
     w(f"                    const long {P}kc = {P}K - {P}pc < {kc} ? {P}K - {P}pc : {kc};")
     # ---- pack B: panel q holds columns jc + q*NR .. +NR of rows pc .. pc+kc, zero past N
     w(f"                    for (long {P}jp = 0; {P}jp < {P}nc; {P}jp += {nr}) {{")
@@ -317,9 +323,6 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w("            }")
     w("        }")
     w(f"        free({P}bp);")
-    w("    } else {")
-    for line in original.splitlines():
-        w("        " + line)
     w("    }")
     w("}")
     return "\n".join(L)
@@ -328,7 +331,8 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
 def rewrite_program(program, func, t: Tile):
     """The program with ``func``'s contraction nest replaced by the register-tiled form."""
     g = analyse(program, func)
-    return splice(program, func, g, lambda nest: body_text(g, t, nest), P)
+    return splice(program, func, g, lambda nest: body_text(g, t, nest), P,
+                  includes=("<stdio.h>", "<stdlib.h>", "<immintrin.h>"))
 
 
 def splice(program, func, g: Gemm, make_body, prefix, includes=("<stdlib.h>", "<immintrin.h>")):

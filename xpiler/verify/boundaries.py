@@ -154,6 +154,7 @@ class _Eval:
         self.conds: dict = {}
         self.refused = False
         self.depth = 0
+        self.unsure = 0
         self.b = self._builtins(inst, index)
         env: dict = {}
         scal = [a for a in inst.args]
@@ -322,13 +323,16 @@ class _Eval:
             return abs(v) if _num(v) else None
         if name == "assert" and e.args:
             v = self.ev(e.args[0], env)
-            if _num(v) and not v:
+            if _num(v) and not v and not self.unsure:
                 self.refused = True
             return None
         if name in _TRAPS:
             # a trap reached for these sizes: the kernel refuses them, like a failed assert
-            # (e.g. the capacity guard passes/runtime_arrays.py puts before a bounded array)
-            self.refused = True
+            # (e.g. the capacity guard passes/runtime_arrays.py puts before a bounded array);
+            # not one under a condition the sizes do not decide (`if (buf == 0) abort();` after a
+            # malloc: the run itself shows whether it is reached)
+            if not self.unsure:
+                self.refused = True
             return None
         m = self.macros.get(name)
         if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args) \
@@ -400,14 +404,18 @@ class _Eval:
                     self.stmt(br, env)
                 return
             outs = []
-            for br in (s.then, s.else_):
-                e2 = dict(env)
-                try:
-                    if br is not None:
-                        self.stmt(br, e2)
-                    outs.append(e2)
-                except _Ret:
-                    pass
+            self.unsure += 1      # neither branch is known to run: a trap in one refuses nothing
+            try:
+                for br in (s.then, s.else_):
+                    e2 = dict(env)
+                    try:
+                        if br is not None:
+                            self.stmt(br, e2)
+                        outs.append(e2)
+                    except _Ret:
+                        pass
+            finally:
+                self.unsure -= 1
             if not outs:
                 raise _Ret(None)
             for k in set().union(*outs):
