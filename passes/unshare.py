@@ -43,6 +43,8 @@ types differ), and the phase wrote nothing else, so dropping it changes no resul
 """
 from __future__ import annotations
 
+import sys
+
 import z3
 
 from xpiler.ir import nodes as N
@@ -121,6 +123,8 @@ class _Ctx:
         ds = self.decls.get(v, [])
         if not ds and v not in self.params:
             return set()        # a loop variable or a macro: no pointer
+        if ds and all(isinstance(d.type, N.Scalar) for d in ds):
+            return set()        # an integer (an index), however often declared
         if len(ds) == 1 and not isinstance(ds[0].type, (N.Pointer, N.Array)):
             return set()
         if len(ds) == 1 and isinstance(ds[0].type, N.Array):
@@ -154,7 +158,8 @@ class _Ctx:
 
 
 class _Copy:
-    """One copy loop ``for (e = lane; e < E; e += T) { lets; S[e] = V; }``."""
+    """One copy loop ``for (e = lane; e < E; e += T) { lets; [if (g)] P[e] = V; }`` (``P`` the
+    block's array or a pointer into it)."""
 
     def __init__(self, loop: N.For, lane, total: int, ctx: _Ctx, lane_lets: dict):
         self.loop = loop
@@ -169,29 +174,41 @@ class _Copy:
                 raise Refused(f"copy loop '{loop.var}' holds more than declarations and one store")
             lets[s.name] = substitute(s.init, lets)
         st = body[-1] if body else None
+        self.guard = None
+        if isinstance(st, N.If) and st.else_ is None and _pure(st.cond):
+            inner = _real(st.then.stmts) if isinstance(st.then, N.Block) else [st.then]
+            if len(inner) == 1:
+                self.guard, st = substitute(st.cond, lets), inner[0]
         if not (isinstance(st, N.Assign) and st.op == "=" and isinstance(st.target, N.Index) and
                 isinstance(st.target.base, N.Var) and isinstance(st.target.index, N.Var) and
                 st.target.index.name == loop.var):
             raise Refused(f"copy loop '{loop.var}' does not end in one store 'S[{loop.var}] = ...'")
-        self.array = st.target.base.name
+        self.pointer = st.target.base.name
+        self.array = self.pointer           # the array it points into (set by the block)
         self.var = loop.var
         self.extent = loop.hi
         self.value = substitute(st.value, lets)
-        if lane in _vars(self.value) or set(lane_lets) & _vars(self.value) or lane in _vars(self.extent):
-            raise Refused(f"the value staged into '{self.array}' depends on the thread")
-        for n in walk(self.value):
+        names = _vars(self.value) | _vars(self.guard) if self.guard is not None else _vars(self.value)
+        if lane in names or set(lane_lets) & names or lane in _vars(self.extent):
+            raise Refused(f"the value staged into '{self.pointer}' depends on the thread")
+        for n in walk((self.value, self.guard) if self.guard is not None else self.value):
             if isinstance(n, (N.Call, N.AssignExpr, N.Comma, N.Member)) or (
                     isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&")) or (
                     isinstance(n, N.Intrinsic) and (REGISTRY.get(n.name) is None or
                                                     REGISTRY[n.name].category != "math")):
-                raise Refused(f"the value staged into '{self.array}' is not a plain read of global memory")
+                raise Refused(f"the value staged into '{self.pointer}' is not a plain read of global memory")
             if isinstance(n, N.Index) or (isinstance(n, N.UnOp) and n.op == "*"):
                 base = n.base if isinstance(n, N.Index) else n.operand
-                ptrs = {v for v in _vars(base) if isinstance(ctx.params.get(v), N.Pointer) and v not in ctx.decls}
-                locals_ = {v for v in _vars(base) - ptrs if isinstance(
-                    ctx.params.get(v) or (ctx.decls[v][0].type if v in ctx.decls else None), (N.Pointer, N.Array))}
-                if not ptrs or locals_ or ptrs & (ctx.stored | ctx.assigned):
-                    raise Refused(f"the value staged into '{self.array}' reads memory that is not a "
+                ptrs = {v for v in _vars(base) if isinstance(
+                    ctx.params.get(v) if v not in ctx.decls else ctx.decls[v][0].type, (N.Pointer, N.Array))}
+                ptr_params = {p for p, t in ctx.params.items() if isinstance(t, N.Pointer)}
+                roots = set()
+                for v in ptrs:
+                    if v in ctx.decls and (len(ctx.decls[v]) != 1 or isinstance(ctx.decls[v][0].type, N.Array)):
+                        roots.add("?")
+                    roots |= ctx.roots(v, ptr_params) or {"?"}
+                if not ptrs or "?" in roots or roots & (ctx.stored | ctx.assigned) or ptrs & ctx.assigned:
+                    raise Refused(f"the value staged into '{self.pointer}' reads memory that is not a "
                                   "read-only kernel parameter")
 
 
@@ -235,25 +252,40 @@ def _phase(s, ctx: _Ctx):
     return loops, copies
 
 
-def _reads(stmts, array: str, hyps: list, lets: dict, bound: frozenset, ctx: _Ctx, out: list):
-    """Every read ``array[i]`` in ``stmts`` with the facts that hold there (loop ranges, branch
-    conditions, pure declarations on the way); Refused at any other use of the array. Only
-    names that no statement assigns enter a fact (a loop variable: only when its body does not
-    assign it), and a name bound twice on the way (shadowing) is refused, so every Z3 symbol
-    stands for one value at the read."""
+def _alias(init, fam: dict):
+    """(root array, offset terms) when ``init`` is ``P`` or ``P + off`` for ``P`` in ``fam``."""
+    e = init
+    while isinstance(e, N.Cast):
+        e = e.expr
+    if isinstance(e, N.Var) and e.name in fam:
+        return fam[e.name]
+    if isinstance(e, N.BinOp) and e.op == "+":
+        for p, off in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            inner = _alias(p, fam)
+            if inner is not None and _pure(off) and not (_vars(off) & set(fam)):
+                root, terms = inner
+                return root, terms + (off,)
+    return None
+
+
+def _reads(stmts, fam: dict, hyps: list, lets: dict, bound: frozenset, ctx: _Ctx, out: list):
+    """Every element read through the array or a pointer into it (``fam``: name -> (array,
+    offset terms)) in ``stmts``, with the facts that hold there (loop ranges, branch conditions,
+    pure declarations on the way); Refused at any other use. Only names that no statement
+    assigns enter a fact (a loop variable: only when its body does not assign it), and a name
+    bound twice on the way (shadowing) is refused, so every Z3 symbol stands for one value at
+    the read."""
     for s in stmts:
         if isinstance(s, N.Comment):
             continue
         if isinstance(s, N.Block):
-            _reads(s.stmts, array, hyps, dict(lets), bound, ctx, out)
+            _reads(s.stmts, dict(fam), hyps, dict(lets), bound, ctx, out)
             continue
         if isinstance(s, N.For):
             for e in (s.lo, s.hi, s.step):
-                _expr_reads(e, array, hyps, lets, out)
-            if s.var in bound:
-                if _count(s.body, array):
-                    raise Refused(f"loop variable '{s.var}' shadows another name on the way to a read")
-                continue
+                _expr_reads(e, fam, hyps, lets, out)
+            if s.var in bound or s.var in fam:
+                raise Refused(f"loop variable '{s.var}' shadows another name on the way to a read")
             v, lo, hi, step = s.var, s.lo, s.hi, s.step
             h = list(hyps)
             if v not in ctx.assigned and v not in _vars((lo, hi, step)) and ctx.stable((lo, hi, step)):
@@ -262,24 +294,32 @@ def _reads(stmts, array: str, hyps: list, lets: dict, bound: frozenset, ctx: _Ct
                 h.append(lambda env, step=step: D.to_z3(step, "a", env) > 0)
             inner = dict(lets)
             inner.pop(v, None)
-            _reads(s.body.stmts, array, h, inner, bound | {v}, ctx, out)
+            _reads(s.body.stmts, dict(fam), h, inner, bound | {v}, ctx, out)
             continue
         if isinstance(s, N.If):
-            _expr_reads(s.cond, array, hyps, lets, out)
+            _expr_reads(s.cond, fam, hyps, lets, out)
             c = s.cond
             ok = ctx.stable(c) and _pure(c)
             then_h = hyps + ([lambda env, c=c: D.to_z3_bool(c, "a", env)] if ok else [])
-            _reads([s.then], array, then_h, dict(lets), bound, ctx, out)
+            _reads([s.then], dict(fam), then_h, dict(lets), bound, ctx, out)
             if s.else_ is not None:
                 else_h = hyps + ([lambda env, c=c: z3.Not(D.to_z3_bool(c, "a", env))] if ok else [])
-                _reads([s.else_], array, else_h, dict(lets), bound, ctx, out)
+                _reads([s.else_], dict(fam), else_h, dict(lets), bound, ctx, out)
             continue
         if isinstance(s, N.Decl):
-            if s.init is not None:
-                _expr_reads(s.init, array, hyps, lets, out)
-            if s.name in bound:
-                raise Refused(f"'{s.name}' is declared twice on the way to a read of '{array}'")
+            if s.name in bound or s.name in fam:
+                raise Refused(f"'{s.name}' is declared twice on the way to a read")
             bound = bound | {s.name}
+            al = _alias(s.init, fam) if s.init is not None and isinstance(s.type, N.Pointer) else None
+            if al is not None:
+                if len(ctx.decls.get(s.name, [])) != 1 or s.name in ctx.assigned or not ctx.stable(al[1]):
+                    raise Refused(f"pointer '{s.name}' into the staged array changes")
+                _expr_reads(tuple(al[1]), fam, hyps, lets, out)
+                fam[s.name] = al
+                out.append(("alias", s.name))
+                continue
+            if s.init is not None:
+                _expr_reads(s.init, fam, hyps, lets, out)
             if isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init) and ctx.stable(s.init) and \
                     len(ctx.decls.get(s.name, [])) == 1 and s.name not in ctx.assigned:
                 lets[s.name] = s.init
@@ -287,31 +327,32 @@ def _reads(stmts, array: str, hyps: list, lets: dict, bound: frozenset, ctx: _Ct
                 lets.pop(s.name, None)
             continue
         if isinstance(s, N.Assign):
-            if isinstance(s.target, N.Index) and isinstance(s.target.base, N.Var) and s.target.base.name == array:
-                raise Refused(f"'{array}' is written again after the staging phase")
-            _expr_reads(s.target, array, hyps, lets, out)
-            _expr_reads(s.value, array, hyps, lets, out)
+            if isinstance(s.target, N.Index) and isinstance(s.target.base, N.Var) and s.target.base.name in fam:
+                raise Refused(f"'{s.target.base.name}' is written again after the staging phase")
+            _expr_reads(s.target, fam, hyps, lets, out)
+            _expr_reads(s.value, fam, hyps, lets, out)
             continue
         if isinstance(s, (N.ExprStmt, N.Return)):
-            _expr_reads(s, array, hyps, lets, out)
+            _expr_reads(s, fam, hyps, lets, out)
             continue
-        if _count(s, array):
-            raise Refused(f"'{array}' is used in a {type(s).__name__} statement")
+        if _vars(s) & set(fam):
+            raise Refused(f"the staged array is used in a {type(s).__name__} statement")
 
 
-def _expr_reads(e, array, hyps, lets, out):
+def _expr_reads(e, fam, hyps, lets, out):
     if e is None:
         return
-    idx_nodes = [n for n in walk(e) if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name == array]
-    if len(idx_nodes) != _count(e, array):
-        raise Refused(f"'{array}' is used other than as an element read")
+    idx_nodes = [n for n in walk(e) if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in fam]
+    if len(idx_nodes) != sum(_count(e, f) for f in fam):
+        raise Refused("the staged array is used other than as an element read")
     for n in walk(e):
         if isinstance(n, (N.AssignExpr, N.UnOp)) and (
                 isinstance(n, N.AssignExpr) or n.op in ("++", "--", "p++", "p--", "&")) and \
-                _count(n.target if isinstance(n, N.AssignExpr) else n.operand, array):
-            raise Refused(f"'{array}' is written or its address taken after the staging phase")
+                _vars(n.target if isinstance(n, N.AssignExpr) else n.operand) & set(fam):
+            raise Refused("the staged array is written or its address taken after the staging phase")
     for n in idx_nodes:
-        out.append((n, list(hyps), dict(lets)))
+        root, terms = fam[n.base.name]
+        out.append((n, root, terms, list(hyps), dict(lets)))
 
 
 def _fixed_names(copy: _Copy, before: list, outer_loops: set, ctx: _Ctx, after) -> None:
@@ -319,112 +360,214 @@ def _fixed_names(copy: _Copy, before: list, outer_loops: set, ctx: _Ctx, after) 
     block_lets = {s.name for s in before if isinstance(s, N.Decl)}
     rebound = {d.name for d in walk(tuple(after)) if isinstance(d, N.Decl)} | {
         l.var for l in walk(tuple(after)) if isinstance(l, N.For)}
-    for v in (_vars(copy.value) | _vars(copy.extent)) - {copy.var}:
+    names = _vars(copy.value) | _vars(copy.extent) | (_vars(copy.guard) if copy.guard is not None else set())
+    for v in names - {copy.var}:
         if v in ctx.macros:
             continue
         if v in rebound or v in ctx.assigned:
-            raise Refused(f"'{v}' (in the value staged into '{copy.array}') changes or is re-declared "
+            raise Refused(f"'{v}' (in the value staged into '{copy.pointer}') changes or is re-declared "
                           "after the staging phase")
         if (v in ctx.params and v not in ctx.decls) or v in outer_loops:
             continue
         if v in block_lets and len(ctx.decls.get(v, [])) == 1:
             continue
-        raise Refused(f"'{v}' (in the value staged into '{copy.array}') is not fixed for the block")
+        raise Refused(f"'{v}' (in the value staged into '{copy.pointer}') is not fixed for the block")
 
 
-def _unshare_block(stmts: list, outer_loops: set, ctx: _Ctx):
+def _sum(terms):
+    out = None
+    for t in terms:
+        out = t if out is None else N.BinOp("+", out, t)
+    return out if out is not None else N.Const(0, "int32", "0")
+
+
+def _unshare_block(stmts: list, outer_loops: set, outer_decls: list, ctx: _Ctx):
     """New statements of a block with one staging phase un-shared, or Refused / None (no phase)."""
+    why = None
     for k, s in enumerate(stmts):
         if not isinstance(s, N.For):
             continue
+        local = {d.name: d for d in list(outer_decls) + stmts[:k] if isinstance(d, N.Decl) and isinstance(d.type, N.Array)}
         try:
             loops, copies = _phase(s, ctx)
         except Refused:
             # a loop that stores into an array of the block looked like a staging phase: say why
             # it was kept; any other loop is simply not one
-            local = {d.name for d in stmts[:k] if isinstance(d, N.Decl) and isinstance(d.type, N.Array)}
             if any(isinstance(n, N.Assign) and isinstance(n.target, N.Index) and
                    isinstance(n.target.base, N.Var) and n.target.base.name in local for n in walk(s)):
-                raise
+                why = why or sys.exc_info()[1]
             continue
-        before, after = stmts[:k], stmts[k + 1:]
-        new_after = list(after)
-        drop = set()
+        before, after = list(outer_decls) + stmts[:k], stmts[k + 1:]
+        own_before = stmts[:k]
+        # the arrays of the block (or of blocks around it) and the pointers into them declared
+        # before the phase
+        fam = {}
+        for d in before:
+            if not isinstance(d, N.Decl):
+                continue
+            if d.name in local:
+                fam[d.name] = (d.name, ())
+            elif isinstance(d.type, N.Pointer) and d.init is not None:
+                al = _alias(d.init, fam)
+                if al is not None:
+                    if len(ctx.decls.get(d.name, [])) != 1 or d.name in ctx.assigned or not ctx.stable(al[1]):
+                        raise Refused(f"pointer '{d.name}' into the staged array changes")
+                    fam[d.name] = al
         for c in copies:
-            decl = [d for d in before if isinstance(d, N.Decl) and d.name == c.array]
-            if len(decl) != 1 or len(ctx.decls.get(c.array, [])) != 1 or decl[0].init is not None or \
-                    not isinstance(decl[0].type, N.Array) or not isinstance(decl[0].type.elem, N.Scalar):
-                raise Refused(f"'{c.array}' is not an array declared once in the block")
-            if _count(tuple(before), c.array) or _count(ctx.fn.body, c.array) != \
-                    _count(s, c.array) + _count(tuple(after), c.array):
-                raise Refused(f"'{c.array}' is used outside the block after its staging phase")
+            if c.pointer not in fam:
+                raise Refused(f"'{c.pointer}' is not an array of the block or a pointer into one")
+            c.array, c.offset = fam[c.pointer]
             _fixed_names(c, before, outer_loops, ctx, after)
-            lets = {d.name: d.init for d in before if isinstance(d, N.Decl) and isinstance(d.type, N.Scalar)
-                    and d.init is not None and _pure(d.init) and ctx.stable(d.init) and len(ctx.decls.get(d.name, [])) == 1
-                    and d.name not in ctx.assigned}
-            reads = []
-            _reads(after, c.array, [], dict(lets), frozenset(lets), ctx, reads)
-            elem = decl[0].type.elem
-            repl = {}
-            for node, hyps, rlets in reads:
-                i, ext = node.index, c.extent
-                if not _pure(i) or not ctx.stable(i):
-                    raise Refused(f"the index of a read of '{c.array}' is not a fixed integer expression")
-                if not ctx.proves(hyps, lambda env: z3.And(D.to_z3(i, "a", env) >= 0,
-                                                           D.to_z3(i, "a", env) < D.to_z3(ext, "a", env)),
-                                  {**lets, **rlets}):
-                    raise Refused(f"a read of '{c.array}' may lie outside the {c.array}[0 .. E) the phase "
-                                  "wrote")
-                val = substitute(c.value, {c.var: i})
-                if not (isinstance(c.value, N.Index) and isinstance(c.value.base, N.Var) and
-                        isinstance(ctx.params.get(c.value.base.name), N.Pointer) and
-                        isinstance(ctx.params[c.value.base.name].elem, N.Scalar) and
-                        ctx.params[c.value.base.name].elem.dtype == elem.dtype):
-                    val = N.Cast(elem.with_(const=False) if elem.const else elem, val, loc=node.loc)
-                repl[id(node)] = val
-            new_after = [rewrite(x, lambda n: repl.get(id(n), n)) for x in new_after] if repl else new_after
-            drop.add(c.array)
-        out = [d for d in before if not (isinstance(d, N.Decl) and d.name in drop)] + new_after
-        return out, sorted(drop)
+        roots = {c.array for c in copies}
+        for r in roots:
+            d = local[r]
+            if len(ctx.decls.get(r, [])) != 1 or d.init is not None or not isinstance(d.type.elem, N.Scalar) or \
+                    len(d.type.dims) != 1:
+                raise Refused(f"'{r}' is not a one-dimensional array declared once in the block")
+        names = {f for f, (r, _) in fam.items() if r in roots}
+        fam = {f: fam[f] for f in names}
+        # the family is named only by its declarations (before), the phase and the reads (after)
+        uses_before = sum(_count(d.init, f) for d in before if isinstance(d, N.Decl) and d.name in names
+                          and d.init is not None for f in names)
+        in_decls = {f: sum(_count(d.init, f) for d in before if isinstance(d, N.Decl) and d.name in names
+                           and d.init is not None) for f in names}
+        if any(_count(ctx.fn.body, f) != _count(s, f) + _count(tuple(after), f) + in_decls[f] for f in names) or \
+                sum(_count(tuple(before), f) for f in names) != uses_before:
+            raise Refused(f"'{sorted(roots)[0]}' is used outside the block after its staging phase")
+        lets = {d.name: d.init for d in before if isinstance(d, N.Decl) and isinstance(d.type, N.Scalar)
+                and d.init is not None and _pure(d.init) and ctx.stable(d.init) and len(ctx.decls.get(d.name, [])) == 1
+                and d.name not in ctx.assigned}
+        # two copy loops into one array write disjoint parts of it
+        for x, c1 in enumerate(copies):
+            for c2 in copies[x + 1:]:
+                if c1.array == c2.array and not ctx.proves([], lambda env, c1=c1, c2=c2: z3.Or(
+                        D.to_z3(_sum(c1.offset + (c1.extent,)), "a", env) <= D.to_z3(_sum(c2.offset), "a", env),
+                        D.to_z3(_sum(c2.offset + (c2.extent,)), "a", env) <= D.to_z3(_sum(c1.offset), "a", env)),
+                        lets):
+                    raise Refused(f"copy loops '{c1.var}' and '{c2.var}' may write the same elements")
+        reads = []
+        _reads(after, dict(fam), [], dict(lets), frozenset(lets), ctx, reads)
+        names |= {r[1] for r in reads if r[0] == "alias"}
+        reads = [r for r in reads if r[0] != "alias"]
+        repl = {}
+        for node, root, terms, hyps, rlets in reads:
+            if not _pure(node.index) or not ctx.stable(node.index):
+                raise Refused(f"the index of a read of '{node.base.name}' is not a fixed integer expression")
+            elem = local[root].type.elem
+            at = terms + (node.index,)
+            for c in copies:
+                if c.array != root:
+                    continue
+                n_off = len(c.offset)
+                rel = _sum(at[n_off:]) if at[:n_off] == c.offset else N.BinOp("-", _sum(at), _sum(c.offset))
+                goal = [lambda env, rel=rel, c=c: D.to_z3(rel, "a", env) >= 0,
+                        lambda env, rel=rel, c=c: D.to_z3(rel, "a", env) < D.to_z3(c.extent, "a", env)]
+                if c.guard is not None:
+                    g = substitute(c.guard, {c.var: rel})
+                    goal.append(lambda env, g=g: D.to_z3_bool(g, "a", env))
+                if ctx.proves(hyps, lambda env, goal=goal: z3.And(*[f(env) for f in goal]), {**lets, **rlets}):
+                    break
+            else:
+                raise Refused(f"a read of '{node.base.name}' may lie outside what the staging phase wrote")
+            val = substitute(c.value, {c.var: rel})
+            if not (isinstance(c.value, N.Index) and isinstance(c.value.base, N.Var) and
+                    isinstance(ctx.params.get(c.value.base.name), N.Pointer) and
+                    isinstance(ctx.params[c.value.base.name].elem, N.Scalar) and
+                    ctx.params[c.value.base.name].elem.dtype == elem.dtype):
+                val = N.Cast(elem.with_(const=False) if elem.const else elem, val, loc=node.loc)
+            repl[id(node)] = val
+        new_after = [rewrite(x, lambda n: repl.get(id(n), n)) for x in after] if repl else list(after)
+        # pointer declarations into the array made after the phase go with it
+        def strip(st):
+            if isinstance(st, N.Decl) and st.name in names:
+                return None
+            if isinstance(st, N.Block):
+                return st.with_(stmts=tuple(x for x in (strip(y) for y in st.stmts) if x is not None))
+            if isinstance(st, N.For):
+                return st.with_(body=strip(st.body))
+            if isinstance(st, N.If):
+                return st.with_(then=strip(st.then) or N.Block(()),
+                                else_=None if st.else_ is None else (strip(st.else_) or N.Block(())))
+            return st
+        new_after = [x for x in (strip(y) for y in new_after) if x is not None]
+        left = {f for f in names if _count(tuple(new_after), f)}
+        if left:
+            raise Refused(f"'{sorted(left)[0]}' is still named after the reads were rewritten")
+        out = [d for d in own_before if not (isinstance(d, N.Decl) and d.name in names)] + new_after
+        return out, sorted(roots), names
+    if why is not None:
+        raise why
     return None
 
 
 def unshare(fn: N.Func, program=None):
     """``fn`` with every legal shared-memory staging phase removed: (new function, notes).
     A note is ``(arrays, None)`` for an un-shared phase, or ``(None, why)`` when a block that held
-    a staging phase was kept."""
-    ctx = _Ctx(fn, program)
-    notes = []
+    a staging phase was kept. One phase at a time, innermost block first; the facts about the
+    function are taken again after each."""
+    notes, refused = [], set()
+    for _ in range(16):
+        ctx = _Ctx(fn, program)
+        found = []
 
-    def visit_block(blk: N.Block, outer: set):
-        stmts = [visit(s, outer) for s in blk.stmts]
-        while True:
+        def attempt(blk: N.Block, outer: set, decls: list):
+            """The block with one phase un-shared (in it or below), or None."""
+            seen = list(decls)
+            for x, st in enumerate(blk.stmts):
+                inner = _attempt_stmt(st, outer, seen)
+                if inner is not None:
+                    return blk.with_(stmts=blk.stmts[:x] + (inner,) + blk.stmts[x + 1:])
+                if isinstance(st, N.Decl):
+                    seen.append(st)
+            key = id(blk)
+            if key in refused:
+                return None
             try:
-                res = _unshare_block(stmts, outer, ctx)
+                res = _unshare_block(list(blk.stmts), outer, decls, ctx)
             except Refused as e:
                 notes.append((None, str(e)))
-                break
+                refused.add(key)
+                return None
             if res is None:
-                break
-            stmts, arrays = res
-            notes.append((arrays, None))
-        if len(stmts) == len(blk.stmts) and all(a is b for a, b in zip(stmts, blk.stmts)):
-            return blk
-        return blk.with_(stmts=tuple(stmts))
+                return None
+            stmts, arrays, names = res
+            found.append((arrays, names))
+            return blk.with_(stmts=tuple(stmts))
 
-    def visit(s, outer):
-        if isinstance(s, N.Block):
-            return visit_block(s, outer)
-        if isinstance(s, N.For):
-            b = visit_block(s.body, outer | {s.var})
-            return s if b is s.body else s.with_(body=b)
-        if isinstance(s, N.If):
-            t = visit(s.then, outer)
-            e = visit(s.else_, outer) if s.else_ is not None else None
-            return s if (t is s.then and e is s.else_) else s.with_(then=t, else_=e)
-        return s
+        def _attempt_stmt(st, outer, decls):
+            if isinstance(st, N.Block):
+                return attempt(st, outer, decls)
+            if isinstance(st, N.For):
+                b = attempt(st.body, outer | {st.var}, decls)
+                return None if b is None else st.with_(body=b)
+            if isinstance(st, N.If):
+                t = _attempt_stmt(st.then, outer, decls)
+                if t is not None:
+                    return st.with_(then=t)
+                if st.else_ is not None:
+                    e = _attempt_stmt(st.else_, outer, decls)
+                    if e is not None:
+                        return st.with_(else_=e)
+            return None
 
-    body = visit_block(fn.body, set())
-    if body is fn.body:
-        return fn, notes
-    return fn.with_(body=body), notes
+        body = attempt(fn.body, set(), [])
+        if body is None:
+            break
+        arrays, names = found[-1]
+        notes.append((arrays, None))
+
+        # the array and the pointers into it are named nowhere now: their declarations go
+        def strip(st):
+            if isinstance(st, N.Decl) and st.name in names:
+                return None
+            if isinstance(st, N.Block):
+                return st.with_(stmts=tuple(x for x in (strip(y) for y in st.stmts) if x is not None))
+            if isinstance(st, N.For):
+                return st.with_(body=strip(st.body))
+            if isinstance(st, N.If):
+                return st.with_(then=strip(st.then) or N.Block(()),
+                                else_=None if st.else_ is None else (strip(st.else_) or N.Block(())))
+            return st
+        fn = fn.with_(body=strip(body))
+        refused = set()
+    return fn, notes
