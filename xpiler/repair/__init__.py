@@ -38,12 +38,15 @@ class RepairResult:
     checks: int = 0                   # kernels tested (examples or full)
     before: object = None             # the unrepaired full-test Verdict
     filter: dict = field(default_factory=dict)   # the fast filter: used, with ASan, runs; gate tests, seconds
+    localization: dict = field(default_factory=dict)   # by: trace | slice (why), the trace's summary
+    trace_constraints: int = 0        # trace-derived constraints the winning solve used (0: none)
 
     def to_json(self) -> dict:
         v = self.verdict
         return {"repaired": self.repaired, "region": self.region, "sketch": self.sketch, "holes": self.holes,
                 "solver": self.solver, "time_s": round(self.time_s, 3), "checks": self.checks,
-                "filter": self.filter,
+                "filter": self.filter, "localization": self.localization,
+                "trace_constraints": self.trace_constraints,
                 "tried": self.tried[:40],
                 "verdict": None if v is None else {
                     "verified": v.verified, "substrate": v.substrate, "instances": list(v.instances),
@@ -263,11 +266,14 @@ def rerun_missing(after, before, path, spec, against, *, use_reference, seeds, j
 
 def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, seeds=(0, 1, 2),
                   budget_s: float = 30.0, jobs: int = 1, workdir: Path | None = None,
-                  run_limit: float = 60.0, failing=None, deadline: float | None = None) -> RepairResult:
+                  run_limit: float = 60.0, failing=None, deadline: float | None = None,
+                  trace: bool = True) -> RepairResult:
     """Repair a failing candidate (see the module docstring). ``cand_spec``: its Spec (or spec
     path); ``against``: (source path, source Spec), the differential oracle. ``failing``: its
     failing full-test Verdict when the caller has it (else it is tested first). Never raises on
-    a kernel it cannot handle: the result says why (``solver``)."""
+    a kernel it cannot handle: the result says why (``solver``). ``trace``: localize and
+    constrain the search with a per-store access trace (trace.py; False: the static slice only,
+    the A/B of benchmarks/repair_trace_ab.py)."""
     from xpiler.frontend import parse_text
     from xpiler.printers import print_program
     from xpiler.sketches import BUILDERS
@@ -368,7 +374,18 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
             res.tried.append({"error": "no failing run to learn from"})
             return res
         examples = [first]
-        regs = localize(prog, entry, dialect, before)
+        # the fast filter's oracle (fastcheck.py): inputs and expected outputs per example
+        ex_limit = min(run_limit, 20.0, max(3.0, 8 * float(getattr(before, "max_run_s", 0.0) or 0.0)))
+        try:
+            oracle = ExampleOracle(spec, against, use_ref, before, ex_limit)
+        except Exception:   # e.g. the source kernel does not build on the emulator: compare_kernels
+            oracle = None
+        hang = any(f.code == "XP2103" for f in before.failures)
+        tr, named = _take_trace(trace and not hang, prog, entry, dialect, spec, oracle, first, workdir, res)
+        if hang and trace:
+            res.localization["why"] = "a hang: the traced run would not end"
+        regs = localize(prog, entry, dialect, before, stores=named, evidence=tr.evidence() if named else None)
+        res.filter["localization"] = res.localization.get("by")
         problems = []
         for r in regs:
             for mod in BUILDERS.get(r.kind, []):
@@ -381,6 +398,8 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
         if not problems:
             res.solver = "no sketch"
             return res
+        if tr is not None:
+            _derive_hints(tr, spec, problems, res)
 
         def run_examples(path) -> bool:
             for inst, seed in examples:
@@ -395,11 +414,6 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
             return True
 
         # the fast filter (fastcheck.py): one build per group, one run per example
-        ex_limit = min(run_limit, 20.0, max(3.0, 8 * float(getattr(before, "max_run_s", 0.0) or 0.0)))
-        try:
-            oracle = ExampleOracle(spec, against, use_ref, before, ex_limit)
-        except Exception:   # e.g. the source kernel does not build on the emulator: compare_kernels
-            oracle = None
         res_stats = {"sanitize": None}
         # every run of the unrepaired test, its failing ones first: the filter before the gate
         failed_pairs = [(f.instance, f.seed) for f in before.failures if f.seed >= 0]
@@ -547,6 +561,8 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
         if p is not None:
             res.repaired, res.text, res.verdict = True, t, v
             res.sketch = p.sketch.kind
+            if p.hints is not None and res.tried and res.tried[-1].get("trace"):
+                res.trace_constraints = len(p.hints.used)
             res.holes = {h.name: vals[h.name] for h in p.sketch.holes if vals[h.name] != h.orig}
             res.region = {"function": entry, "path": list(p.region.path), "line": p.region.line,
                           "kind": p.region.kind, "text": node_text(p.region.node, dialect),
@@ -560,6 +576,52 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
         res.time_s = time.time() - t0
         if tmp is not None:
             tmp.cleanup()
+
+
+TRACE_HINTED = 40   # sketch problems (in localization order) trace constraints are derived for
+
+
+def _take_trace(on: bool, prog, entry, dialect, spec, oracle, first, workdir, res):
+    """(Trace or None, paths of the stores it names or None). Records in ``res.localization``
+    which localization is used — ``trace`` or ``slice`` — and, for the slice, why."""
+    if not on:
+        res.localization = {"by": "slice", "why": "trace off"}
+        return None, None
+    if oracle is None:
+        res.localization = {"by": "slice", "why": "no fast oracle (the source kernel does not run here)"}
+        return None, None
+    from .trace import take
+    try:
+        tr = take(prog, entry, dialect, spec, oracle, first, workdir, timeout=oracle.limit())
+    except Exception as e:   # the instrumented build or run failed: the static slice
+        res.localization = {"by": "slice", "why": f"trace failed: {type(e).__name__}: {str(e)[:160]}"}
+        return None, None
+    named = tr.culprits()
+    if not named:
+        res.localization = {"by": "slice", "why": "the trace names no store", **tr.summary()}
+        return tr, None
+    res.localization = {"by": "trace", **tr.summary()}
+    return tr, [s.path for s in named]
+
+
+def _derive_hints(tr, spec, problems, res):
+    """Trace-derived constraints (trace.derive) for the index and div/mod problems, in order."""
+    from .trace import derive
+    n = k = 0
+    t0 = time.time()
+    for p in problems:
+        if p.region.kind not in ("index", "divmod"):
+            continue
+        k += 1
+        if k > TRACE_HINTED:
+            break
+        try:
+            p.hints = derive(tr, spec, p)
+        except Exception:   # a constraint Z3 or the translation cannot take: no hints
+            p.hints = None
+        n += p.hints is not None
+    res.localization["hinted"] = n
+    res.localization["hint_s"] = round(time.time() - t0, 2)
 
 
 def to_json_line(r: RepairResult) -> str:

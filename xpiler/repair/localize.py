@@ -1,7 +1,8 @@
 """Localization: which regions of a failing candidate a sketch should rewrite, most likely
 first.
 
-Method (docs/repair.md): a static backward slice, not an instrumented trace. The failing
+Method (docs/repair.md): a static backward slice, ordered first by an instrumented trace when
+one could be taken (trace.py: the stores that wrote the wrong elements). The failing
 verdict names the outputs that are wrong and how (wrong values XP2101, unwritten/NaN XP2102,
 out-of-bounds XP2105, a bad BANG copy XP3050...). The slice starts at every statement that
 stores into a wrong output (an assignment through an index of the output parameter, or a
@@ -226,10 +227,11 @@ def wrong_outputs(verdict) -> set:
     return names
 
 
-def _slice(func: N.Func, outs: set, param_names: list) -> dict:
+def _slice(func: N.Func, outs: set, param_names: list, start: set | None = None) -> dict:
     """ids of statements in the backward slice of the stores into ``outs``, each with its depth:
     0 for the stores into the outputs and the loops and conditions around them, k + 1 for the
-    statements that define what a depth-k statement reads (breadth first)."""
+    statements that define what a depth-k statement reads (breadth first). ``start``: ids of
+    the store statements to start from instead (the stores a trace names)."""
     stmts = []   # (stmt, enclosing stmts)
 
     def go(s, encl):
@@ -286,11 +288,14 @@ def _slice(func: N.Func, outs: set, param_names: list) -> dict:
                     and s.target.name not in outs and _base_name(s.value) in outs:
                 outs.add(s.target.name)
                 grew = True
-    need: set = set(outs)
+    need: set = set(outs) if start is None else set()
     inslice: dict = {}
     depth = 0
     while True:
-        added = [(s, encl) for s, encl in leaf if id(s) not in inslice and writes(s) & need]
+        if start is not None and depth == 0:
+            added = [(s, encl) for s, encl in leaf if id(s) in start]
+        else:
+            added = [(s, encl) for s, encl in leaf if id(s) not in inslice and writes(s) & need]
         if not added:
             return inslice
         for s, encl in added:
@@ -346,8 +351,12 @@ def _line_of(prog, r: Region):
         return None
 
 
-def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Region]:
-    """The regions of the entry function, most likely first (see the module docstring)."""
+def localize(prog: N.Program, entry: str, dialect: str, verdict=None, stores=None,
+             evidence=None) -> list[Region]:
+    """The regions of the entry function, most likely first (see the module docstring).
+    ``stores``: paths of the store statements a trace names (xpiler/repair/trace.py): the
+    backward slice from those ranks before the rest of the static slice; ``evidence``: the
+    failure kind the trace saw (``Trace.evidence``), which then orders the region kinds."""
     regs = regions(prog, entry, dialect)
     hot = hot_lines(verdict) if verdict is not None else set()
     if hot:
@@ -356,14 +365,33 @@ def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Re
     outs = wrong_outputs(verdict) if verdict is not None else set()
     codes = [f.code for f in (getattr(verdict, "failures", None) or [])]
     prio = next((PRIORITY[c] for c in codes if c in PRIORITY), DEFAULT)
+    if stores and evidence in PRIORITY and "XP2103" not in codes:
+        prio = PRIORITY[evidence]
     sl = _slice(func, outs, [p.name for p in func.params])
+    tsl = None
+    if stores:
+        ids = set()
+        for p in stores:
+            try:
+                ids.add(id(get_at(prog, p)))
+            except (AttributeError, IndexError, TypeError):
+                pass
+        tsl = _slice(func, outs, [p.name for p in func.params], start=ids) if ids else None
 
     def slice_depth(r: Region):
         try:
             st = get_at(prog, r.stmt_path)
         except (AttributeError, IndexError, TypeError):
             return 0
+        if tsl is not None and id(st) in tsl:
+            return tsl[id(st)]
         return sl.get(id(st))
+
+    def traced(r: Region) -> bool:
+        try:
+            return tsl is not None and id(get_at(prog, r.stmt_path)) in tsl
+        except (AttributeError, IndexError, TypeError):
+            return False
 
     hang = "XP2103" in codes
 
@@ -384,6 +412,9 @@ def localize(prog: N.Program, entry: str, dialect: str, verdict=None) -> list[Re
             return 0
         if hang and open_ended(r):
             return 0
+        if tsl is not None:
+            # the slice from the stores the trace names, then the rest of the static slice
+            return 1 if traced(r) else 2 if slice_depth(r) is not None else 3
         return 1 if slice_depth(r) is not None else 2
 
     # within a tier the kinds take turns (the first region of each kind, in the failure kind's

@@ -8,6 +8,12 @@ failing run of the unrepaired test); one that passes them is checked on the full
 full test fails, its failing run is added to the examples (the counter-example) and the
 assignment is blocked; solving resumes. Each Z3 call has a time limit; each sketch has a bounded
 number of checks per cost level; the whole repair has a time budget.
+
+When a trace of the candidate gave constraints drawn from the reference run (trace.py: an
+iteration's traced value found once in the expected output pins the element it should have
+written), the assignments they allow are tried first (the hint pass); the enumeration then goes
+on as before, without them, so a wrong or partial set of constraints costs checks, never a
+repair the enumeration would find.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ class SketchProblem:
     vars: dict
     cost: object
     status: str = "open"       # open | exhausted | unknown
+    hints: object = None       # trace-derived constraints (trace.Hints) or None
 
 
 def problem(sketch, region, timeout_ms: int = 2000) -> SketchProblem:
@@ -76,6 +83,45 @@ def models(p: SketchProblem, level: int, limit: int):
         p.solver.pop()
 
 
+def hinted(p: SketchProblem, level: int, limit: int):
+    """Up to ``limit`` assignments of exactly ``level`` cost that map every trace example of
+    ``p.hints`` to its expected element, counter-example guided: the model of the constraints
+    used so far is checked on every example, a violated one joins the constraints and Z3 is
+    asked again. Every assignment yielded is blocked for good (the enumeration after the hint
+    pass does not check it again)."""
+    h = p.hints
+    yielded = []
+    p.solver.push()
+    p.solver.add(p.cost == level)
+    for c in h.used:
+        p.solver.add(c)
+    try:
+        rounds = 0
+        while len(yielded) < limit and rounds < limit + 32:
+            rounds += 1
+            r = p.solver.check()
+            if r != z3.sat:
+                return
+            m = p.solver.model()
+            vals = {k: m.eval(v, model_completion=True).as_long() for k, v in p.vars.items()}
+            bad = h.violated(vals)
+            if bad is not None:
+                h.used.append(bad)
+                p.solver.add(bad)
+                continue
+            p.solver.add(z3.Or([v != vals[k] for k, v in p.vars.items()]))
+            yielded.append(vals)
+            yield vals
+    finally:
+        p.solver.pop()
+        for vals in yielded:
+            p.solver.add(z3.Or([v != vals[k] for k, v in p.vars.items()]))
+
+
+MAX_HINTED = 6    # problems whose trace-derived constraints are tried before the enumeration
+PER_HINT = 2      # assignments per cost level in the hint pass
+
+
 def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_level: int = 3,
           per_level: int = 12, tried: list | None = None, seen: set | None = None):
     """Find the cheapest assignment of any sketch that passes the full test.
@@ -89,6 +135,44 @@ def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_le
     tried = tried if tried is not None else []
     seen = seen if seen is not None else set()
     out_of_time = False
+    # the hint pass: the fillings the trace-derived constraints allow, problem by problem in
+    # the localization's order, cheapest first; the same checks and the same gate as below
+    for p in [q for q in problems if q.hints is not None][:MAX_HINTED]:
+        for level in range(1, max_level + 1):
+            if time.time() - t0 > budget_s:
+                out_of_time = True
+                break
+            rec = {"sketch": p.sketch.kind, "path": list(p.region.path), "level": level, "checked": 0,
+                   "passed_examples": 0, "result": "unsat", "trace": True}
+            for vals in hinted(p, level, PER_HINT):
+                if time.time() - t0 > budget_s:
+                    out_of_time = True
+                    rec["result"] = "timeout"
+                    break
+                text, ok = check_examples(p, vals)
+                if text is None or text in seen:
+                    continue
+                seen.add(text)
+                rec["checked"] += 1
+                if not ok:
+                    continue
+                rec["passed_examples"] += 1
+                verdict, cex = check_full(text)
+                if verdict is not None and not verdict.verified:
+                    rec.setdefault("gate_failed", []).append(
+                        sorted({f.code for f in verdict.failures})[:3] or ["not covered"])
+                if verdict is not None and verdict.verified:
+                    rec["result"] = "sat"
+                    rec["trace_constraints"] = len(p.hints.used)
+                    tried.append(rec)
+                    return p, vals, text, verdict, "sat"
+            rec["trace_constraints"] = len(p.hints.used)
+            if rec["checked"] or rec["result"] != "unsat":
+                tried.append(rec)
+            if out_of_time:
+                break
+        if out_of_time:
+            return None, None, None, None, "timeout"
     for level in range(1, max_level + 1):
         for p in problems:
             if time.time() - t0 > budget_s:
