@@ -211,7 +211,8 @@ def equivalence_proof(m: dict) -> dict | None:
     * ``Z3 (expression)`` / ``enumeration`` / ``enumeration (guarded)``: a claim on file for the
       mutant's ID (``uncaught_mutants.EXPR_PROOFS``, ``RANGE_PROOFS``, ``GUARDED_RANGE_PROOFS``),
       checked now; an expression claim counts only when its expressions occur in the output's and
-      the mutant's text (a stale claim does not discard a mutant).
+      the mutant's text, a range claim only when the one changed line is the claimed loop (since
+      2026-12-05, tenth session) -- a stale claim does not discard a mutant.
     * ``Z3 (vector split)``: automatic for a mutated split point or tail guard of the c printer's
       vector loop + masked tail (``uncaught_mutants.vector_split_check``): the same lanes at every start.
     * ``Z3 (where the conditions differ)`` / ``enumeration (shuffle lanes)`` / ``Z3 + text (dead
@@ -234,11 +235,11 @@ def equivalence_proof(m: dict) -> dict | None:
             if pr:
                 return {"kind": "Z3 (expression)", "proof": pr}
     if i in UM.RANGE_PROOFS:
-        pr = UM.range_check(*UM.RANGE_PROOFS[i])
+        pr = UM.range_check(*UM.RANGE_PROOFS[i], orig_text=orig, mut_text=m["text"])
         if pr:
             return {"kind": "enumeration", "proof": pr}
     if i in UM.GUARDED_RANGE_PROOFS:
-        pr = UM.guarded_range_check(*UM.GUARDED_RANGE_PROOFS[i])
+        pr = UM.guarded_range_check(*UM.GUARDED_RANGE_PROOFS[i], orig_text=orig, mut_text=m["text"])
         if pr:
             return {"kind": "enumeration (guarded)", "proof": pr}
     pr = UM.vector_split_check(orig, m["text"], spec)
@@ -256,6 +257,10 @@ def equivalence_proof(m: dict) -> dict | None:
         pr = UM.dead_copy_check(*UM.DEAD_COPY_PROOFS[i], orig_text=orig, mut_text=m["text"])
         if pr:
             return {"kind": "Z3 + text (dead copy)", "proof": pr}
+    if i in UM.FLAG_PROOFS:
+        pr = UM.flag_check(*UM.FLAG_PROOFS[i], orig_text=orig, mut_text=m["text"])
+        if pr:
+            return {"kind": "enumeration (lane-0 flags)", "proof": pr}
     return None
 
 

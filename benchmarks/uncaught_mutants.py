@@ -277,13 +277,15 @@ def proofs_for(m: dict, spec) -> tuple:
     check, then the expression and range checks on file for it."""
     z = grid_stride_check(Path(m["output"]).read_text(), m["text"], spec) or {}
     proof = PROOFS.get(m["id"]) or z.get("proven")
-    if m["id"] in EXPR_PROOFS:
+    orig = Path(m["output"]).read_text()
+    norm = lambda t: "".join(ch for ch in t if ch not in " \t\n()")   # noqa: E731
+    if m["id"] in EXPR_PROOFS and norm(EXPR_PROOFS[m["id"]][0]) in norm(orig) \
+            and norm(EXPR_PROOFS[m["id"]][1]) in norm(m["text"]):
         proof = proof or expr_check(*EXPR_PROOFS[m["id"]])
     if m["id"] in RANGE_PROOFS:
-        proof = proof or range_check(*RANGE_PROOFS[m["id"]])
+        proof = proof or range_check(*RANGE_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
     if m["id"] in GUARDED_RANGE_PROOFS:
-        proof = proof or guarded_range_check(*GUARDED_RANGE_PROOFS[m["id"]])
-    orig = Path(m["output"]).read_text()
+        proof = proof or guarded_range_check(*GUARDED_RANGE_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
     proof = proof or vector_split_check(orig, m["text"], spec)
     if m["id"] in DIFF_PROOFS:
         proof = proof or diff_check(*DIFF_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
@@ -291,6 +293,8 @@ def proofs_for(m: dict, spec) -> tuple:
         proof = proof or shuffle_check(*SHUFFLE_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
     if m["id"] in DEAD_COPY_PROOFS:
         proof = proof or dead_copy_check(*DEAD_COPY_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
+    if m["id"] in FLAG_PROOFS:
+        proof = proof or flag_check(*FLAG_PROOFS[m["id"]], orig_text=orig, mut_text=m["text"])
     return proof, z.get("counterexample")
 
 
@@ -534,7 +538,40 @@ RANGE_PROOFS: dict[str, tuple] = {
 }
 
 
-def range_check(lo, hi, hi2, st, st2) -> str | None:
+_FOR = re.compile(r"for \(int (\w+) = (.+?); \1 < (.+?); (?:\+\+\1|\1\+\+|\1 \+= (.+?))\) \{$")
+
+
+def _const_int(text: str):
+    """The value of an integer constant expression (digits, + - * / and parentheses), or None."""
+    if not re.fullmatch(r"[\d\s+\-*/()]+", text or ""):
+        return None
+    try:
+        return int(eval(text.replace("/", "//"), {"__builtins__": {}}))   # noqa: S307 - digits and operators only
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _range_tied(orig_text, mut_text, lo, hi, hi2, st, st2):
+    """The block of the loop a range claim is about, when the mutant changes exactly one line and
+    that line is `for (int v = lo; v < hi; v += st)` -> `... v < hi2 ... st2` as claimed (integer
+    constants); else None. (Before 2026-12-05, tenth session, range claims were not tied to the
+    text: a claim written for an older output discarded a mutant of another loop with that ID.)"""
+    ch = _one_change(orig_text, mut_text)
+    if ch is None:
+        return None
+    lines, i, mline = ch
+    a, b = _FOR.match(lines[i]), _FOR.match(mline)
+    if not a or not b or a.group(1) != b.group(1):
+        return None
+    got = [_const_int(x) for x in (a.group(2), a.group(3), b.group(3), a.group(4) or "1", b.group(4) or "1")]
+    if got != [lo, hi, hi2, st, st2] or _const_int(b.group(2)) != lo:
+        return None
+    return _block(lines, i), a.group(1)
+
+
+def range_check(lo, hi, hi2, st, st2, orig_text=None, mut_text=None) -> str | None:
+    if orig_text is not None and _range_tied(orig_text, mut_text, lo, hi, hi2, st, st2) is None:
+        return None
     a, b = list(range(lo, hi, st)), list(range(lo, hi2, st2))
     return f"enumerated: both loops run {a}" if a == b else None
 
@@ -548,7 +585,16 @@ GUARDED_RANGE_PROOFS: dict[str, tuple] = {
 }
 
 
-def guarded_range_check(gs, lo, hi, hi2, st, st2) -> str | None:
+def guarded_range_check(gs, lo, hi, hi2, st, st2, orig_text=None, mut_text=None) -> str | None:
+    if orig_text is not None:     # tied: the claimed loop, whose whole body is one `if (v < g) {...}`
+        tied = _range_tied(orig_text, mut_text, lo, hi, hi2, st, st2)
+        if tied is None or tied[0] is None:
+            return None
+        (body, _close), v = tied
+        gm = re.match(r"if \(" + re.escape(v) + r" < (\w+)\) \{$", body[0]) if body else None
+        if not gm or _block(body + ["}"], 0) is None or len(_block(body + ["}"], 0)[0]) != len(body) - 2 \
+                or body[-1] != "}":
+            return None
     for g in gs:
         if [v for v in range(lo, hi, st) if v < g] != [v for v in range(lo, hi2, st2) if v < g]:
             return None
@@ -615,11 +661,21 @@ LANEWISE = frozenset({"_mm512_loadu_ps", "_mm512_storeu_ps", "_mm512_add_ps", "_
                       "_mm512_setzero_ps"})
 
 
+#: an AVX-512 accumulator started at zero: `__m512 acc = _mm512_setzero_ps();`
+_ACC0 = re.compile(r"__m512 (\w+) = _mm512_setzero_ps\(\);$")
+
+
 def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
     """For a mutated split point or tail guard of the c printer's vector loop + masked tail:
 
         const int END = e;  for (int v = 0; v < END; v += 16) { BODY }
         if (END < E) { const int v = END; __mmask16 tail_mask = (__mmask16)((1u << (E - v)) - 1u); TAIL }
+
+    (since 2026-12-05, tenth session, also the reduction form: accumulators declared between the
+    split and the loop as ``__m512 acc = _mm512_setzero_ps();``, BODY ``acc = _mm512_add_ps(acc,
+    X)``, the tail ``acc = _mm512_mask_add_ps(acc, tail_mask, acc, X')``: off the mask the
+    accumulator keeps its lanes, so the tail is BODY on the masked lanes; the accumulator then
+    receives the same addends in the same order either way)
 
     whether the mutant runs the same trips: Z3 shows that for every valid size and every lane
     start t, the number of lanes computed at t (16 in a vector trip, E - END in the tail) is the
@@ -643,7 +699,10 @@ def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
             continue
         end = m.group(1)
         j = d + 1
-        while j < len(lines) and lines[j].startswith("#pragma"):
+        accs = set()      # vector accumulators started at zero between the split and the loop
+        while j < len(lines) and (lines[j].startswith("#pragma") or _ACC0.match(lines[j])):
+            if _ACC0.match(lines[j]):
+                accs.add(_ACC0.match(lines[j]).group(1))
             j += 1
         if j >= len(lines):
             continue
@@ -667,8 +726,12 @@ def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
         if tblk is None:
             return None
         tail = tblk[0][2:]
+        # a reduction into an accumulator: `_mm512_mask_OP(acc, tail_mask, acc, X)` keeps acc in the
+        # lanes off the mask and is `_mm512_OP(acc, X)` in the others
         unmask = [re.sub(r"_mm512_mask_(\w+)\(([^,]+?), tail_mask, ", r"_mm512_\1(\2, ",
-                         re.sub(r"_mm512_maskz_(\w+)\(tail_mask, ", r"_mm512_\1(", t)) for t in tail]
+                         re.sub(r"_mm512_mask_(\w+)\((\w+), tail_mask, \2, ",
+                                lambda a: f"_mm512_{a.group(1)}({a.group(2)}, " if a.group(2) in accs else a.group(0),
+                                re.sub(r"_mm512_maskz_(\w+)\(tail_mask, ", r"_mm512_\1(", t))) for t in tail]
         if unmask != body or any("tail_mask" in t for t in unmask):
             return None
         if not set(re.findall(r"\b_mm\w+(?=\()", " ".join(body))) <= LANEWISE:
@@ -681,8 +744,12 @@ def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
         if not me or not mg or me.group(1) != end:
             return None
         env = _size_env(spec)
+        # (split, guard operator, guard bound, the bound the tail's mask counts to): the mask line
+        # is the output's in both (only the split or the guard is mutated), so a guard moved to
+        # `END < E + 1` runs the tail with E - END lanes, 0 when END == E
         try:
-            variants = [(_z3_int_expr(e_, env), op, _z3_int_expr(E_, env))
+            Em = _z3_int_expr(gm.group(2), env)
+            variants = [(_z3_int_expr(e_, env), op, _z3_int_expr(E_, env), Em)
                         for e_, op, E_ in ((m.group(2), gm.group(1), gm.group(2)),
                                            (me.group(2), mg.group(1), mg.group(2)))]
         except Exception:  # noqa: BLE001 - an expression over names that are not sizes
@@ -693,11 +760,11 @@ def vector_split_check(orig_text: str, mut_text: str, spec) -> str | None:
         def runs(e, op, E_):
             return e < E_ if op == "<" else e <= E_
 
-        def lanes(e, op, E_):
-            return z3.If(z3.And(t >= 0, t < e, t % 16 == 0), 16, 0) + z3.If(z3.And(runs(e, op, E_), t == e), E_ - e, 0)
-        bad = [z3.Or(e < 0, e % 16 != 0, z3.And(runs(e, op, E_), z3.Or(E_ - e < 0, E_ - e > 16)),
-                     z3.And(z3.Not(runs(e, op, E_)), E_ - e != 0))
-               for e, op, E_ in variants]
+        def lanes(e, op, E_, Em_):
+            return z3.If(z3.And(t >= 0, t < e, t % 16 == 0), 16, 0) + z3.If(z3.And(runs(e, op, E_), t == e), Em_ - e, 0)
+        bad = [z3.Or(e < 0, e % 16 != 0, z3.And(runs(e, op, E_), z3.Or(Em_ - e < 0, Em_ - e > 16)),
+                     z3.And(z3.Not(runs(e, op, E_)), Em_ - e != 0))
+               for e, op, E_, Em_ in variants]
         sol = z3.Solver()
         sol.set("timeout", 10000)
         sol.add(*facts, z3.Or(*bad, lanes(*variants[0]) != lanes(*variants[1])))
@@ -794,6 +861,126 @@ SHUFFLE_PROOFS: dict[str, tuple] = {
     "gemv.hip-c-swapped_divmod-0": (
         _GEMV_SHFL, 2, "const int xpd_sub5 = xpd_lane4 / 64;", 4, 64, (32, 16, 8, 4, 2, 1), _GEMV_READ),
 }
+
+
+#: mutant ID -> a claim about a block-local flag array that only gates a write of lane 0 (the c
+#: form of a wavefront's early exit): (flag array, its length, the row expression and the row
+#: guard, the header of the loop holding the writer, the writer's lines, the reader's lines, the
+#: store the reader gates). Checked by running the claimed lines (the output's and the mutant's)
+#: for every count of valid rows: ``flag_check``.
+_GEMV_FLAG_W = ("for (int lane = 0; lane < 64; ++lane) {", "const int row = bx * 4 + ty;", "if (row >= M) {",
+                "done[ty * 64 + lane] = 1;", "continue;", "}", "}")
+_GEMV_FLAG_R = ("for (int ty = 0; ty < 4; ++ty) {", "for (int lane = 0; lane < 64; ++lane) {",
+                "if (!done[ty * 64 + lane]) {", "const int row = bx * 4 + ty;", "if (lane == 0) {",
+                "y[row] = sum_row[ty];", "}", "}", "}", "}")
+_GEMV_FLAG = ("done", 256, "for (int ty = 0; ty < 4; ++ty) {", _GEMV_FLAG_W, _GEMV_FLAG_R)
+FLAG_PROOFS: dict[str, tuple] = {
+    "gemv.hip-c-off-by-one_bound-0": _GEMV_FLAG,     # writer: lane < 64 -> 63
+    "gemv.hip-c-wrong_coefficient-1": _GEMV_FLAG,    # writer: done[ty * 64 + lane] -> done[63 * ty + lane]
+    "gemv.hip-c-wrong_stride-0": _GEMV_FLAG,         # reader: ++lane -> lane += 1 * 2
+}
+
+
+def _find_seq(lines: list[str], seq, start: int = 0) -> int:
+    for k in range(start, len(lines) - len(seq) + 1):
+        if lines[k:k + len(seq)] == list(seq):
+            return k
+    return -1
+
+
+def _run_lines(lines: list[str], env: dict) -> None:
+    """Run structured C lines (for with a constant step, if, const int, a store into an array,
+    continue) as Python in ``env``; arrays are Python objects there."""
+    py, ind = [], 0
+    for t in lines:
+        fm = _FOR.match(t)
+        if fm:
+            v, lo, hi, st = fm.group(1), fm.group(2), fm.group(3), fm.group(4) or "1"
+            py.append("    " * ind + f"for {v} in range({_c_to_py(lo)}, {_c_to_py(hi)}, {_c_to_py(st)}):")
+            ind += 1
+        elif t.startswith("if (") and t.endswith(") {"):
+            c = re.sub(r"!(?!=)", " not ", t[4:-3])
+            py.append("    " * ind + f"if {_c_to_py(c)}:")
+            ind += 1
+        elif t == "}":
+            ind -= 1
+        elif t == "continue;":
+            py.append("    " * ind + "continue")
+        elif re.match(r"const int (\w+) = (.+);$", t):
+            m = re.match(r"const int (\w+) = (.+);$", t)
+            py.append("    " * ind + f"{m.group(1)} = {_c_to_py(m.group(2))}")
+        elif re.match(r"(\w+)\[(.+)\] = (.+);$", t):
+            m = re.match(r"(\w+)\[(.+)\] = (.+);$", t)
+            py.append("    " * ind + f"_st({m.group(1)!r}, {_c_to_py(m.group(2))}, {_c_to_py(m.group(3))})")
+        else:
+            raise ValueError(t)
+    exec(compile("\n".join(py).replace(" / ", " // "), "<flag>", "exec"), {"__builtins__": {"range": range}}, env)  # noqa: S102
+
+
+def flag_check(flag, n, outer, writer, reader, orig_text=None, mut_text=None) -> str | None:
+    """The check of a ``FLAG_PROOFS`` claim. Tied to the texts: the output has ``outer`` followed by
+    ``writer`` and later ``reader``; every other line naming ``flag`` is its declaration or its
+    zeroing loop; the mutant changes one line, inside ``writer`` or ``reader``; the lines run name
+    M and bx only in ``row = bx * 4 + ty`` and ``row >= M``. Then, since the block depends on M and
+    bx only through d = M - 4 * bx >= 1 (and the row index), ``outer`` + ``writer`` and ``reader`` are
+    run for d = 1 .. (largest constant loop bound + 1), bx = 0 and 1, from a zeroed flag array, for
+    the output's lines and the mutant's: every store of ``flag`` stays inside it and the reader's
+    stores (row, what) are the same, in the same order."""
+    if orig_text is None:
+        return None
+    ch = _one_change(orig_text, mut_text)
+    if ch is None:
+        return None
+    lines, i, mline = ch
+    w = _find_seq(lines, (outer,) + tuple(writer))
+    r = _find_seq(lines, reader, w + 1 if w >= 0 else 0)
+    if w < 0 or r < 0 or not (w <= i < w + 1 + len(writer) or r <= i < r + len(reader)):
+        return None
+    names = re.compile(r"\b" + re.escape(flag) + r"\b")
+    ok_other = {f"unsigned char {flag}[{n}];", f"{flag}[t] = 0;"}
+    for k, t in enumerate(lines):
+        if names.search(t) and not (w <= k < w + 1 + len(writer) or r <= k < r + len(reader)) and t not in ok_other:
+            return None
+    mlines = list(lines)
+    mlines[i] = mline
+    bounds = []
+    for t in (outer,) + tuple(writer) + tuple(reader):
+        if re.search(r"\b(M|bx)\b", t) and t not in ("const int row = bx * 4 + ty;", "if (row >= M) {"):
+            return None
+        fm = _FOR.match(t)
+        if fm and _const_int(fm.group(3)) is not None:
+            bounds.append(_const_int(fm.group(3)))
+    for t in (mline,):
+        fm = _FOR.match(t)
+        if fm and _const_int(fm.group(3)) is not None:
+            bounds.append(_const_int(fm.group(3)))
+
+    def run(ls, M, bx):
+        done = [0] * n
+        ys = []
+
+        def _st(arr, idx, val):
+            if arr == flag:
+                if not 0 <= idx < n:
+                    raise IndexError(idx)
+                done[idx] = val
+            else:
+                ys.append((arr, idx, val))
+        env = {flag: done, "M": M, "bx": bx, "sum_row": [("sum_row", t) for t in range(64)], "_st": _st}
+        _run_lines(ls[w:w + 1 + len(writer)] + ["}"], env)
+        _run_lines(ls[r:r + len(reader)], env)
+        return ys
+    try:
+        for bx in (0, 1):
+            for d in range(1, max(bounds) + 2):
+                if run(lines, 4 * bx + d, bx) != run(mlines, 4 * bx + d, bx):
+                    return None
+    except (IndexError, ValueError, NameError, TypeError):
+        return None
+    return (f"enumerated: the flag array {flag}[{n}] only gates the store of lane 0 (`{reader[5]}`); running the "
+            f"writer and the reader, as in the output and as mutated, for every d = M - 4 * bx from 1 to "
+            f"{max(bounds) + 1} (bx = 0, 1) stores the same rows from the same source and every flag store stays "
+            f"inside {flag}")
 
 
 class _Index:

@@ -348,3 +348,107 @@ def test_claims_are_tied_to_the_text():
     # one statement more in the block: not the block the claim is about
     extra = mlu.replace("        __bang_active_relu", "        y_nram[0] = 1.0f;\n        __bang_active_relu")
     assert U.diff_check(*relu, orig_text=extra, mut_text=extra.replace("i_c < n;", "i_c < n + 1;")) is None
+
+
+# ---- tenth session (2026-12-05): reduction vector splits, guards past the mask's bound, range
+# claims tied to the text, lane-0 flag arrays
+VRED = """void dot(const float *a, const float *x, float *y, int K) {
+    float sum_acc = 0.0f;
+    {
+        const int k_end = K > 0 ? K / 16 * 16 : 0;
+        __m512 sum_acc_acc = _mm512_setzero_ps();
+        for (int k = 0; k < k_end; k += 16) {
+            sum_acc_acc = _mm512_add_ps(sum_acc_acc, _mm512_mul_ps(_mm512_loadu_ps(&a[k]), _mm512_loadu_ps(&x[k])));
+        }
+        if (k_end < K) {
+            const int k = k_end;
+            __mmask16 tail_mask = (__mmask16)((1u << (K - k)) - 1u);
+            sum_acc_acc = _mm512_mask_add_ps(sum_acc_acc, tail_mask, sum_acc_acc, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail_mask, &a[k]), _mm512_maskz_loadu_ps(tail_mask, &x[k])));
+        }
+        if (0 < K) {
+            sum_acc += _mm512_reduce_add_ps(sum_acc_acc);
+        }
+    }
+    y[0] = sum_acc;
+}
+"""
+
+
+def test_vector_split_check_reduction_form():
+    spec = SimpleNamespace(sizes={"K": 100}, args=[SimpleNamespace(name="K", role="scalar", value="K")])
+    assert U.vector_split_check(VRED, VRED.replace("if (k_end < K)", "if (k_end <= K)"), spec)
+    assert U.vector_split_check(VRED, VRED.replace("K > 0 ? K / 16", "K >= 0 ? K / 16"), spec)
+    # a guard past the mask's bound runs the tail with 0 lanes when 16 | K: the same lanes
+    assert U.vector_split_check(VRED, VRED.replace("if (k_end < K)", "if (k_end < K + 1)"), spec)
+    # ... but one that skips a non-empty tail is a bug
+    assert U.vector_split_check(VRED, VRED.replace("if (k_end < K)", "if (k_end < K - 1)"), spec) is None
+    assert U.vector_split_check(VRED, VRED.replace("K / 16 * 16 : 0", "K % 16 * 16 : 0"), spec) is None
+    # a masked op whose kept lanes are not the accumulator's is not the loop body masked
+    other = VRED.replace("_mm512_mask_add_ps(sum_acc_acc, tail_mask, sum_acc_acc,",
+                         "_mm512_mask_add_ps(sum_acc_acc, tail_mask, _mm512_setzero_ps(),")
+    assert U.vector_split_check(other, other.replace("if (k_end < K)", "if (k_end <= K)"), spec) is None
+
+
+def test_range_claims_are_tied_to_the_loop():
+    loop = "void f(float *y) {\n    for (int xp_kk = 0; xp_kk < 16; xp_kk += 4) {\n        y[xp_kk] = 1.0f;\n    }\n}\n"
+    mut = loop.replace("xp_kk < 16", "xp_kk < 15")
+    assert U.range_check(0, 16, 15, 4, 4, orig_text=loop, mut_text=mut)
+    # the claim on file for an ID whose output now has another loop there (a stale claim: the
+    # ninth session discarded `c_1 < c_1_end + 1` of softmax.cu -> c and `xg_ip += 6 * 2` of
+    # gemm.cu -> c with such claims) proves nothing
+    other = loop.replace("xp_kk < 16; xp_kk += 4", "c_1 < c_1_end; c_1 += 16")
+    assert U.range_check(0, 16, 15, 4, 4, orig_text=other, mut_text=other.replace("c_1_end;", "c_1_end + 1;")) is None
+    assert U.guarded_range_check((128, 64), 0, 256, 255, 1, 1, orig_text=loop, mut_text=mut) is None
+
+
+GEMV_BLOCK = """void gemv(const float *A, const float *x, float *y, int M, int K) {
+    for (int bx = 0; bx < (M + 4 - 1) / 4; ++bx) {
+        float sum_row[4];
+        unsigned char done[256];
+        for (int t = 0; t < 256; ++t) {
+            done[t] = 0;
+        }
+        for (int ty = 0; ty < 4; ++ty) {
+            for (int lane = 0; lane < 64; ++lane) {
+                const int row = bx * 4 + ty;
+                if (row >= M) {
+                    done[ty * 64 + lane] = 1;
+                    continue;
+                }
+            }
+            const int row = bx * 4 + ty;
+            if (row >= M) {
+                continue;
+            }
+            sum_row[ty] = A[row * K] * x[0];
+        }
+        for (int ty = 0; ty < 4; ++ty) {
+            for (int lane = 0; lane < 64; ++lane) {
+                if (!done[ty * 64 + lane]) {
+                    const int row = bx * 4 + ty;
+                    if (lane == 0) {
+                        y[row] = sum_row[ty];
+                    }
+                }
+            }
+        }
+    }
+}
+"""
+
+
+def test_flag_check_proves_lane0_mutants_and_refutes_bugs():
+    claim = U.FLAG_PROOFS["gemv.hip-c-off-by-one_bound-0"]
+    ok = [GEMV_BLOCK.replace("lane < 64; ++lane) {\n                const", "lane < 63; ++lane) {\n                const"),
+          GEMV_BLOCK.replace("done[ty * 64 + lane] = 1;", "done[63 * ty + lane] = 1;"),
+          GEMV_BLOCK.replace("lane < 64; ++lane) {\n                if (!", "lane < 64; lane += 1 * 2) {\n                if (!")]
+    for mut in ok:
+        assert mut != GEMV_BLOCK
+        assert U.flag_check(*claim, orig_text=GEMV_BLOCK, mut_text=mut), mut
+    bad = [GEMV_BLOCK.replace("if (lane == 0) {", "if (lane <= 1) {"),            # two stores per row
+           GEMV_BLOCK.replace("done[ty * 64 + lane] = 1;", "done[ty * 64 + lane + 1] = 1;"),   # lane 0 unflagged
+           GEMV_BLOCK.replace("lane < 64; ++lane) {\n                if (!", "lane < 64; lane += 3) {\n                if (!")
+           .replace("if (lane == 0)", "if (lane == 1)"),                         # two lines: not one change
+           GEMV_BLOCK.replace("done[ty * 64 + lane] = 1;", "done[65 * ty + lane] = 1;")]  # flags row ty+1's lane 0
+    for mut in bad:
+        assert U.flag_check(*claim, orig_text=GEMV_BLOCK, mut_text=mut) is None, mut
