@@ -94,6 +94,8 @@ def test_a_wrong_correction_fails_verification():
 
 
 def test_verifies_under_simde(monkeypatch):
+    from conftest import skip_without_simde
+    skip_without_simde()
     monkeypatch.setenv("XPILER_C_SUBSTRATE", "simde")
     p = parse_text(FLAT, "c", "gemm_int8_flat.c")
     r = tensorize.apply(p, entry="gemm_s8s32", target="c", micro="5x48", kc=8, mc=10, nc=48)
