@@ -3,7 +3,8 @@
 mutant of benchmarks/repair_mutants.py is tested once, and each failing one is repaired twice,
 with the per-store access trace (localization from the stores that wrote the wrong elements,
 constraints drawn from the reference run) and without it (the static slice only), in alternating
-order (even positions trace first). Per arm: repaired and verified, median repair time, and how
+order (even positions trace first), each arm from an empty build cache (``--warm``: shared; then
+the arm run second finds the first one's builds of the same programs). Per arm: repaired and verified, median repair time, and how
 often the first region the search checked was the planted bug's region (the planted kind's
 sketch on the planted line).
 
@@ -19,7 +20,9 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -49,7 +52,19 @@ def first_region(r, text: str, dialect: str):
     return rec["sketch"], line
 
 
-def arm(m, spec, src, sspec, v, budget, work: Path, trace: bool) -> dict:
+def arm(m, spec, src, sspec, v, budget, work: Path, trace: bool, cold: bool) -> dict:
+    if cold:   # a build cache of its own: the arm run second must not find the first arm's builds
+        cache = tempfile.mkdtemp(prefix="cache-", dir=str(work))
+        os.environ["XPILER_CACHE"] = cache
+    try:
+        return _arm(m, spec, src, sspec, v, budget, work, trace)
+    finally:
+        if cold:
+            os.environ.pop("XPILER_CACHE", None)
+            shutil.rmtree(cache, ignore_errors=True)
+
+
+def _arm(m, spec, src, sspec, v, budget, work: Path, trace: bool) -> dict:
     r = repair_kernel(m["text"], spec.dialect, spec.entry, spec, (src, sspec), budget_s=budget, failing=v,
                       workdir=work / m["id"] / ("trace" if trace else "slice"), jobs=1, run_limit=RM.RUN_LIMIT,
                       trace=trace)
@@ -98,6 +113,8 @@ def main() -> int:
     ap.add_argument("--ids", nargs="+")
     ap.add_argument("--budget", type=float, default=30.0)
     ap.add_argument("--json")
+    ap.add_argument("--warm", action="store_true",
+                    help="share the build cache between the arms (default: each arm starts from an empty cache)")
     a = ap.parse_args()
     outs = RM.migrated(Path(a.bench_work))
     ms, gone = RM.split_equivalent(RM.mutants(outs, 2))
@@ -129,7 +146,7 @@ def main() -> int:
         if row["failing"]:
             order = (True, False) if i % 2 == 0 else (False, True)
             for tr in order:
-                row["trace" if tr else "slice"] = arm(m, spec, src, sspec, v, a.budget, work, tr)
+                row["trace" if tr else "slice"] = arm(m, spec, src, sspec, v, a.budget, work, tr, not a.warm)
             t, s = row["trace"], row["slice"]
             print(f"{m['id']:50s} trace: {'R' if t['repaired'] else '-'} {t['time_s']:5.1f}s "
                   f"{'HIT' if t['first_is_planted'] else '   '} by={t['by']} c={t['trace_constraints']} | "

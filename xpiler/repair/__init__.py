@@ -374,14 +374,21 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
             res.tried.append({"error": "no failing run to learn from"})
             return res
         examples = [first]
+        hang = any(f.code == "XP2103" for f in before.failures)
+        pre = None
+        if trace and not hang:   # the traced build compiles while the oracle builds the source
+            from .trace import instance_of, prepare
+            try:
+                pre = prepare(prog, entry, dialect, spec, instance_of(spec, before, first[0]), workdir)
+            except Exception as e:   # reported by _take_trace
+                pre = e
         # the fast filter's oracle (fastcheck.py): inputs and expected outputs per example
         ex_limit = min(run_limit, 20.0, max(3.0, 8 * float(getattr(before, "max_run_s", 0.0) or 0.0)))
         try:
             oracle = ExampleOracle(spec, against, use_ref, before, ex_limit)
         except Exception:   # e.g. the source kernel does not build on the emulator: compare_kernels
             oracle = None
-        hang = any(f.code == "XP2103" for f in before.failures)
-        tr, named = _take_trace(trace and not hang, prog, entry, dialect, spec, oracle, first, workdir, res)
+        tr, named = _take_trace(trace and not hang, prog, entry, dialect, spec, oracle, first, workdir, res, pre)
         if hang and trace:
             res.localization["why"] = "a hang: the traced run would not end"
         regs = localize(prog, entry, dialect, before, stores=named, evidence=tr.evidence() if named else None)
@@ -581,19 +588,27 @@ def repair_kernel(text: str, dialect: str, entry: str, cand_spec, against, *, se
 TRACE_HINTED = 40   # sketch problems (in localization order) trace constraints are derived for
 
 
-def _take_trace(on: bool, prog, entry, dialect, spec, oracle, first, workdir, res):
+def _take_trace(on: bool, prog, entry, dialect, spec, oracle, first, workdir, res, pre=None):
     """(Trace or None, paths of the stores it names or None). Records in ``res.localization``
-    which localization is used — ``trace`` or ``slice`` — and, for the slice, why."""
+    which localization is used — ``trace`` or ``slice`` — and, for the slice, why. ``pre``: the
+    instrumented build started earlier (trace.prepare), or the exception that stopped it."""
     if not on:
         res.localization = {"by": "slice", "why": "trace off"}
         return None, None
+    if isinstance(pre, Exception):
+        res.localization = {"by": "slice", "why": f"trace failed: {type(pre).__name__}: {str(pre)[:160]}"}
+        return None, None
     if oracle is None:
+        if pre is not None and pre.build is not None:
+            pre.build.join()
         res.localization = {"by": "slice", "why": "no fast oracle (the source kernel does not run here)"}
         return None, None
     from .trace import take
     try:
-        tr = take(prog, entry, dialect, spec, oracle, first, workdir, timeout=oracle.limit())
+        tr = take(prog, entry, dialect, spec, oracle, first, workdir, timeout=oracle.limit(), prepared=pre)
     except Exception as e:   # the instrumented build or run failed: the static slice
+        if pre is not None and pre.build is not None:
+            pre.build.join(timeout=120)   # no background build outlives the repair's folder
         res.localization = {"by": "slice", "why": f"trace failed: {type(e).__name__}: {str(e)[:160]}"}
         return None, None
     named = tr.culprits()

@@ -174,12 +174,18 @@ class Trace:
     def evidence(self) -> str | None:
         """The failure kind the trace shows, as the failure code localize.py orders region kinds
         by: a store outside its output (XP2105), elements left unwritten and none written wrong
-        (XP2102), wrong values written inside the outputs only (XP2101)."""
+        (XP2102), wrong values written inside the outputs only (XP2101); when every named store is
+        a copy, a write outside or elements left unwritten order as a bad copy (XP3050)."""
+        named = self.culprits()
+        copies = bool(named) and all(s.kind == "copy" for s in named)
         if self.outside:
-            return "XP2105"
+            return "XP3050" if copies else "XP2105"
         if self.bad:
             return "XP2101" if not any(self.unwritten.values()) else None
-        return "XP2102" if any(self.unwritten.values()) else None
+        if any(self.unwritten.values()):
+            # elements no copy wrote: the copies' sizes first (as the BANG copy check orders)
+            return "XP3050" if copies else "XP2102"
+        return None
 
     def summary(self) -> dict:
         return {"instance": self.instance, "seed": self.seed, "stores": len(self.stores),
@@ -496,23 +502,70 @@ def analyse(tr: Trace, spec, got: dict, exps: list):
             tr.unwritten[a.name] = int((bad & (last < 0)).sum())
 
 
-def take(prog, entry: str, dialect: str, spec, oracle, example, workdir: Path, *, timeout: float) -> Trace:
-    """Build the instrumented candidate (CPU emulator, no AddressSanitizer), run it on one example
-    and analyse its events. Raises on any failure (the caller falls back to the slice)."""
+def instance_of(spec, verdict, name: str):
+    """The Instance a failing run named (a spec instance or one the test derived)."""
+    for i in spec.instances():
+        if i.name == name:
+            return i
+    for d in getattr(verdict, "derived", None) or []:
+        if d.get("name") == name and "sizes" in d:
+            return spec.instance_with(name, d["sizes"])
+    raise Unsupported(f"instance {name} not found")
+
+
+@dataclass
+class Prepared:
+    path: Path
+    model: Model
+    stores: list
+    numel: dict
+    build: object = None     # the background compile (a thread) or None
+
+
+def prepare(prog, entry: str, dialect: str, spec, inst, workdir: Path, background: bool = True) -> Prepared:
+    """Write the instrumented candidate for instance ``inst`` and start its compile for the
+    emulator in the background (the build cache is keyed by content: the traced run's own build
+    finds it there), so it overlaps the source kernel's build for the filter's oracle."""
+    import threading
     from xpiler.spec import DIALECT_EXT
-    from .fastcheck import FastRunner
-    t0 = time.time()
     model = Model(prog, entry, [a.name for a in spec.outputs])
     stores = find_stores(model)
     if not stores:
         raise Unsupported("no store into an output the trace can see")
+    numel = {a.name: int(inst.numel(a.name)) for a in spec.outputs}
+    path = Path(workdir) / f"trace{DIALECT_EXT[dialect]}"
+    path.write_text(instrument(model, stores, dialect, numel))
+    pre = Prepared(path, model, stores, numel)
+    if background:
+        def go():
+            try:
+                from xpiler.platforms import get_platform
+                get_platform(spec.dialect).build(path, spec, path.with_name(path.name + "-build"), sanitize=False)
+            except Exception:   # the traced run's own build reports it
+                pass
+        pre.build = threading.Thread(target=go, daemon=True)
+        pre.build.start()
+    return pre
+
+
+def take(prog, entry: str, dialect: str, spec, oracle, example, workdir: Path, *, timeout: float,
+         prepared: Prepared | None = None) -> Trace:
+    """Build the instrumented candidate (CPU emulator, no AddressSanitizer), run it on one example
+    and analyse its events. Raises on any failure (the caller falls back to the slice)."""
+    from .fastcheck import FastRunner
+    t0 = time.time()
     ex = oracle.expected(*example)
     if ex is None:
         raise Unsupported("the example's expected outputs cannot be computed")
     inst, arrays, exps = ex
-    text = instrument(model, stores, dialect, {a.name: int(np.prod(arrays[a.name].shape)) for a in spec.outputs})
-    path = Path(workdir) / f"trace{DIALECT_EXT[dialect]}"
-    path.write_text(text)
+    numel = {a.name: int(np.prod(arrays[a.name].shape)) for a in spec.outputs}
+    if prepared is None or prepared.numel != numel:
+        if prepared is not None and prepared.build is not None:
+            prepared.build.join()
+        prepared = prepare(prog, entry, dialect, spec, inst, workdir, background=False)
+    elif prepared.build is not None:
+        prepared.build.join()
+    path, model, stores = prepared.path, prepared.model, prepared.stores
     fr = FastRunner(path, oracle, False)
     fd, tf = tempfile.mkstemp(prefix="xp-trace-", suffix=".txt", dir=str(workdir))
     os.close(fd)
