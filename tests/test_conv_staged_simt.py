@@ -59,7 +59,7 @@ def test_conv_stages_on_chip_and_verifies(op, dialect, tile):
     assert _shared(q, entry) == want
     assert any(isinstance(n, N.Barrier) for n in walk(q.func(entry)))
     v = _verify(q, src, dialect, launch, entry)
-    assert v.verified and v.substrate == "emu:simt-cpu", v.failures[:1]
+    assert v.verified and "emu:simt-cpu" in v.substrate, v.failures[:1]
 
 
 def test_per_row_form_refuses_what_it_does_not_have():
@@ -110,6 +110,6 @@ def test_columns_must_be_parallel_in_the_source():
     ("depthwise_conv2d/depthwise_conv2d.c", "cuda", False), ("depthwise_conv2d/depthwise_conv2d.hip", "cuda", False)])
 def test_conv_migration_stages_in_shared_memory_and_verifies(src, dst, mfma, tmp_path):
     r = migrate(EXAMPLES / src, to=dst, outdir=tmp_path / "o", perf=False)
-    assert r.verified and r.verdict.substrate.startswith("emu:simt-cpu")
+    assert r.verified and "emu:simt-cpu" in r.verdict.substrate   # a GPU host adds "hw:nvidia-… + "
     assert "__shared__" in r.code and "__syncthreads()" in r.code
     assert (MFMA in r.code) == mfma
