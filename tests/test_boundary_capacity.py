@@ -162,3 +162,85 @@ def test_fallback_unit_loop_gets_a_second_trip(tmp_path):
     rows = 1, so only a second trip of its row loop shows it."""
     bad = _write(tmp_path, "scale_fb.mlu", ROWS_MLU.replace("y[r * cols + c] =", "y[c] ="))
     _caught_by(bad, "runs a second trip")
+
+
+# the gemm.c -> bang output (2026-12-05): the capacity `32768 / N` binds only while K * N <= 131072,
+# so N past 16384 needs K small -- one size at a time from the spec's instances never gets there
+GEMM_MLU = '''#include <bang.h>
+
+extern "C" __mlu_global__ void gemm(const float *A, const float *B, float *C, int M, int N, int K) {
+    __nram__ float C_nram[32768];
+    __nram__ float A_nram[32768];
+    __wram__ float B_wram[131072];
+    if (N <= 32768 && K <= 32768 && K * N <= 131072) {
+        int i_rows = max(1, min(min(32768 / N, 32768 / K), (M - 0 + (taskDim - 1)) / taskDim));
+        __memcpy(B_wram, B, K * N * sizeof(float), GDRAM2WRAM);
+        for (int i_r = taskId * i_rows; i_r < M; i_r += taskDim * i_rows) {
+            int i_n = min(i_rows, M - i_r);
+            __memcpy(C_nram, C + i_r * N, i_n * N * sizeof(float), GDRAM2NRAM);
+            __memcpy(A_nram, A + i_r * K, i_n * K * sizeof(float), GDRAM2NRAM);
+            __bang_matmul(C_nram, A_nram, B_wram, i_n, K, N);
+            __memcpy(C + i_r * N, C_nram, i_n * N * sizeof(float), NRAM2GDRAM);
+        }
+    } else {
+        for (int i = taskId; i < M; i += taskDim) {
+            for (int j = 0; j < N; ++j) {
+                float acc = 0.0f;
+                for (int k = 0; k < K; ++k) {
+                    acc += A[(long)i * K + k] * B[(long)k * N + j];
+                }
+                C[(long)i * N + j] = acc;
+            }
+        }
+    }
+}
+'''
+GEMM_SPEC = '''entry = "gemm"
+dialect = "bang"
+[sizes]
+M = 64
+N = 48
+K = 32
+[[shapes]]
+name = "odd"
+M = 33
+N = 17
+K = 45
+[[shapes]]
+name = "medium"
+M = 128
+N = 96
+K = 80
+[[shapes]]
+name = "tiles"
+M = 8
+N = 260
+K = 520
+[launch]
+dim = [4, 1, 1]
+func_type = "union1"
+''' + "".join(f'''[[args]]
+name = "{n}"
+dtype = "float32"
+shape = {s}
+role = "{r}"
+''' for n, s, r in (("A", '["M", "K"]', "in"), ("B", '["K", "N"]', "in"), ("C", '["M", "N"]', "out"))) + "".join(
+    f'''[[args]]
+name = "{n}"
+dtype = "int32"
+role = "scalar"
+value = "{n}"
+''' for n in "MNK")
+
+
+def test_capacity_reached_with_another_size_at_its_smallest(tmp_path):
+    """The planted `32768 % N` (gemm.c -> bang) passed every instance: the capacity target needs
+    N > 16384, which the branch allows only with K <= 8. Since the tenth session the capacity
+    search also starts from each instance with one other size at its smallest value."""
+    k = tmp_path / "gemm.mlu"
+    k.write_text(GEMM_MLU.replace("32768 / N", "32768 % N"))
+    (tmp_path / "gemm.mlu.toml").write_text(GEMM_SPEC)
+    got = derive_for_files(k, load_spec(tmp_path / "gemm.mlu.toml"))
+    cap = [d for d in got if any("fills the buffer" in r for r in d.reasons)]
+    assert cap, [d.describe() for d in got]
+    assert any(d.sizes["N"] > 16384 and d.sizes["K"] * d.sizes["N"] <= 131072 and d.sizes["M"] > 4 for d in cap)

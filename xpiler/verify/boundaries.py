@@ -1121,8 +1121,22 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         if made >= CAPDIV_MAX or state["evals"] >= budget:
             break
         lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS)
-        for binst in sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i))):
-            hit = try_base(t, dict(binst.sizes), binst.name, [])
+        order_c = sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i)))
+        # then the same instances with one other size at its smallest value: a capacity that one size
+        # reaches only while another is small (`32768 / N` under `K * N <= 131072`: N past 16384
+        # needs K <= 8); the instance keeps its rows per task, so a row count that overruns shows
+        second_kind = [({**i.sizes, y: minimal[y]}, i, 1) for i in order_c for y in spec0.sizes
+                       if i.sizes.get(y) != minimal[y]]
+        second_kind.sort(key=lambda b: (math.prod(b[0].values()), order_c.index(b[1])))   # smallest first
+        tries = [(dict(i.sizes), i, 0) for i in order_c] + second_kind
+        for base_sizes, binst, second in tries:
+            if second and "cap2" not in state:     # the second kind of base has a budget of its own
+                state["cap2"] = budget = state["evals"] + 2 * CAPDIV_EVALS
+            if state["evals"] >= budget:
+                if second:
+                    break
+                continue
+            hit = try_base(t, base_sizes, binst.name, [])
             if hit is not None:
                 _, sizes, x, v = hit
                 name = _fresh_name(names, len(derived) + 1)
