@@ -53,37 +53,13 @@ from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from . import dependence as D
+from .decache import _count, _is_int, _pure, _vars   # the same helpers as the BANG un-staging
 
 NAME = "unshare"
 
 
 class Refused(Exception):
     """This block is not un-shared; the message says why."""
-
-
-def _vars(node) -> set:
-    return {n.name for n in walk(node) if isinstance(n, N.Var)}
-
-
-def _count(node, name) -> int:
-    return sum(1 for n in walk(node) if isinstance(n, N.Var) and n.name == name)
-
-
-def _is_int(e, v=None) -> bool:
-    return isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) and (
-        v is None or e.value == v)
-
-
-def _pure(e) -> bool:
-    """No memory read, no side effect, no call but math."""
-    for n in walk(e):
-        if isinstance(n, (N.Index, N.Member, N.Call, N.AssignExpr, N.Comma)):
-            return False
-        if isinstance(n, N.UnOp) and n.op in ("*", "++", "--", "p++", "p--", "&"):
-            return False
-        if isinstance(n, N.Intrinsic) and (REGISTRY.get(n.name) is None or REGISTRY[n.name].category != "math"):
-            return False
-    return True
 
 
 def _real(stmts) -> list:
@@ -381,6 +357,20 @@ def _sum(terms):
     return out if out is not None else N.Const(0, "int32", "0")
 
 
+def _strip_decls(st, names):
+    """``st`` without the declarations of ``names`` (None when ``st`` is one)."""
+    if isinstance(st, N.Decl) and st.name in names:
+        return None
+    if isinstance(st, N.Block):
+        return st.with_(stmts=tuple(x for x in (_strip_decls(y, names) for y in st.stmts) if x is not None))
+    if isinstance(st, N.For):
+        return st.with_(body=_strip_decls(st.body, names))
+    if isinstance(st, N.If):
+        return st.with_(then=_strip_decls(st.then, names) or N.Block(()),
+                        else_=None if st.else_ is None else (_strip_decls(st.else_, names) or N.Block(())))
+    return st
+
+
 def _unshare_block(stmts: list, outer_loops: set, outer_decls: list, ctx: _Ctx):
     """New statements of a block with one staging phase un-shared, or Refused / None (no phase)."""
     why = None
@@ -478,18 +468,7 @@ def _unshare_block(stmts: list, outer_loops: set, outer_decls: list, ctx: _Ctx):
             repl[id(node)] = val
         new_after = [rewrite(x, lambda n: repl.get(id(n), n)) for x in after] if repl else list(after)
         # pointer declarations into the array made after the phase go with it
-        def strip(st):
-            if isinstance(st, N.Decl) and st.name in names:
-                return None
-            if isinstance(st, N.Block):
-                return st.with_(stmts=tuple(x for x in (strip(y) for y in st.stmts) if x is not None))
-            if isinstance(st, N.For):
-                return st.with_(body=strip(st.body))
-            if isinstance(st, N.If):
-                return st.with_(then=strip(st.then) or N.Block(()),
-                                else_=None if st.else_ is None else (strip(st.else_) or N.Block(())))
-            return st
-        new_after = [x for x in (strip(y) for y in new_after) if x is not None]
+        new_after = [x for x in (_strip_decls(y, names) for y in new_after) if x is not None]
         left = {f for f in names if _count(tuple(new_after), f)}
         if left:
             raise Refused(f"'{sorted(left)[0]}' is still named after the reads were rewritten")
@@ -557,17 +536,6 @@ def unshare(fn: N.Func, program=None):
         notes.append((arrays, None))
 
         # the array and the pointers into it are named nowhere now: their declarations go
-        def strip(st):
-            if isinstance(st, N.Decl) and st.name in names:
-                return None
-            if isinstance(st, N.Block):
-                return st.with_(stmts=tuple(x for x in (strip(y) for y in st.stmts) if x is not None))
-            if isinstance(st, N.For):
-                return st.with_(body=strip(st.body))
-            if isinstance(st, N.If):
-                return st.with_(then=strip(st.then) or N.Block(()),
-                                else_=None if st.else_ is None else (strip(st.else_) or N.Block(())))
-            return st
-        fn = fn.with_(body=strip(body))
+        fn = fn.with_(body=_strip_decls(body, names))
         refused = set()
     return fn, notes

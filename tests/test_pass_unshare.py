@@ -103,17 +103,31 @@ def test_a_staged_value_from_a_buffer_the_kernel_writes_keeps_the_array():
     assert any(w and "read-only kernel parameter" in w for _, w in unshare.unshare(f)[1])
 
 
-def test_conv1d_hip_to_bang_uses_bang_conv_and_verifies(tmp_path):
+@pytest.mark.parametrize("to", ["bang", "cuda"])
+def test_conv1d_hip_reaches_the_targets_staging_and_verifies(tmp_path, to):
     """examples/conv1d/conv1d.hip stages its filter in LDS; un-shared, the BANG plan reaches the
-    cache / tensorize convolution form (WRAM filter, `__bang_conv`) and the output verifies."""
+    cache / tensorize convolution form (WRAM filter, NRAM input, `__bang_conv` on both) and the
+    cuda plan the implicit-GEMM shared tiles (both tiles feed the accumulation); each verifies."""
+    import re
     from pathlib import Path
 
     from xpiler.api import migrate
     root = Path(__file__).resolve().parent.parent
-    r = migrate(root / "examples" / "conv1d" / "conv1d.hip", "bang", outdir=tmp_path / "o", perf=False, jobs=1)
+    r = migrate(root / "examples" / "conv1d" / "conv1d.hip", to, outdir=tmp_path / "o", perf=False, jobs=1)
     assert r.verified
-    text = (tmp_path / "o" / "conv1d.mlu").read_text()
-    assert "__bang_conv(" in text and "__wram__" in text and "__nram__" in text
+    text = (tmp_path / "o" / ("conv1d.mlu" if to == "bang" else "conv1d.cu")).read_text()
+    if to == "bang":
+        wram = re.findall(r"__wram__ float (\w+)\[", text)
+        nram = re.findall(r"__nram__ float (\w+)\[", text)
+        call = re.search(r"__bang_conv\(([^;]*)\);", text)
+        assert wram and nram and call
+        args = [a.strip() for a in call.group(1).split(",")]
+        assert args[2] in wram and args[1] in nram and args[0] in nram
+    else:
+        shared = re.findall(r"__shared__ float (\w+)\[", text)
+        assert len(shared) == 2
+        acc = [ln for ln in text.splitlines() if "+=" in ln and all(s + "[" in ln for s in shared)]
+        assert acc, "the staged tiles do not feed the accumulation"
 
 
 TWO = """
