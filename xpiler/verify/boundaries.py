@@ -27,6 +27,10 @@ it branches on) and adds at most ``MAX_DERIVED`` small instances that reach thos
   and ``cols``); when what is dropped is exactly c - 1 (a rounded-up count) the size is also
   sought at remainder 1, one past whole chunks, where the last chunk holds a single element
   (``(cols + 31) / 32`` at ``cols = 33``). Loops of the kernel function only (not of a helper it calls).
+* **last** -- an ``if`` in a stepped loop's body that compares what is left for the last trip
+  with a constant (``if (xg_mr > 3)``, ``xg_mr = xg_mc - xg_ir``): the loop's last trip is run
+  as well as its first, and instances are sought where the compared value is at each side of
+  the guard's edge there (3 and 4).
 * **branch** -- an ``if`` on sizes only (no thread/task index) that every instance of the spec
   evaluates the same way (a BANG fallback past the NRAM buffer): an instance that takes the other
   branch, searched from every size at its smallest value, up to ``BRANCH_CAP_ELEMENTS``, an
@@ -155,6 +159,7 @@ class _Eval:
         self.refused = False
         self.depth = 0
         self.unsure = 0
+        self.last = None          # the tail guards of the loop whose last trip is being run
         self.b = self._builtins(inst, index)
         env: dict = {}
         scal = [a for a in inst.args]
@@ -394,7 +399,12 @@ class _Eval:
             self.ev(s.expr, env)
         elif isinstance(s, N.If):
             c = self.ev(s.cond, env)
-            if _num(c) and not any(isinstance(n, N.Builtin) for n in walk(s.cond)):
+            if self.last is not None and id(s) in self.last[0]:
+                a_side, op, k = self.last[0][id(s)]
+                a = self.ev(a_side, env)
+                if isinstance(a, int) and not isinstance(a, bool) and ("last", id(s)) not in self.obs:
+                    self.obs[("last", id(s))] = (s, a, (op, k), self.last[1])
+            if self.last is None and _num(c) and not any(isinstance(n, N.Builtin) for n in walk(s.cond)):
                 old = self.conds.get(id(s))
                 val = bool(c) if old is None or old[1] == bool(c) else None   # None: both ways in one run
                 self.conds[id(s)] = (s, val)
@@ -430,7 +440,22 @@ class _Eval:
                     v = self.ev(q, self.penv)
                     if isinstance(v, int) and not isinstance(v, bool):
                         self.obs[("res", id(s), j)] = (s, v % c, v, c, r)
-            self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: lo_full})
+            hi_full = self.ev(s.hi, env)
+            tails = self.tail_guards(s) if self.last is None else {}
+            ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (step, lo_full, hi_full))
+            if tails and ints and step >= 2 and hi_full > lo_full:
+                # the last trip too: a guard on what is left (`if (mr > 3)`, mr = mc - ir) takes its
+                # other value only there (a micro tile's remainder rows)
+                last = lo_full + (hi_full - lo_full - 1) // step * step
+                if last > lo_full:
+                    self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: lo_full})
+                self.last = (tails, step)
+                try:
+                    self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: last})
+                finally:
+                    self.last = None
+            else:
+                self._loop_body(s.body, self.assigned(s.body) | {s.var}, env, {s.var: lo_full})
         elif isinstance(s, N.CFor):
             if isinstance(s.init, N.Stmt):
                 self.stmt(s.init, env)
@@ -441,6 +466,42 @@ class _Eval:
             self._loop_body(s.body, self.assigned(s.body) | self.assigned(s.cond), env, {})
         elif isinstance(s, N.Return):
             raise _Ret(self.ev(s.value, env) if s.value is not None else None)
+
+    def tail_guards(self, loop: N.For) -> dict:
+        """{id(If): (the side that varies, operator with it on the left, the constant)} for the
+        ``if``s of the loop's body (not inside an inner loop) that compare what the body computes
+        from the loop variable with a constant: ``if (xg_mr > 3)`` with ``xg_mr = xg_mc - xg_ir``.
+        Loops of the kernel function only."""
+        r = self._res_cache.get(("tail", id(loop)))
+        if r is not None:
+            return r
+        out: dict = {}
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+        changing = self.assigned(loop.body) | {loop.var}
+
+        def const(e):
+            return not any(isinstance(n, N.Builtin) or (isinstance(n, N.Var) and n.name not in self.macros)
+                           for n in walk(e)) and isinstance(self.ev(e, {}), int)
+
+        def go(st):
+            if isinstance(st, (N.For, N.CFor, N.While)):
+                return
+            if isinstance(st, N.If):
+                c = st.cond
+                if isinstance(c, N.BinOp) and c.op in flip:
+                    for side, other, op in ((c.lhs, c.rhs, c.op), (c.rhs, c.lhs, flip[c.op])):
+                        if const(other) and not const(side) and \
+                                {n.name for n in walk(side) if isinstance(n, N.Var)} & changing:
+                            out[id(st)] = (side, op, self.ev(other, {}))
+                            break
+            for ch in (st.children() if isinstance(st, N.Stmt) else ()):
+                if isinstance(ch, N.Stmt):
+                    go(ch)
+        if any(loop is n for n in walk(self.kernel.body)):
+            for st in (loop.body.stmts if isinstance(loop.body, N.Block) else (loop.body,)):
+                go(st)
+        self._res_cache[("tail", id(loop))] = out
+        return out
 
     def residues(self, loop: N.For) -> list:
         """[(dividend, c, r)]: the divisions, modulos, shifts and masks by a constant c >= 3 in the
@@ -582,14 +643,14 @@ def _quantity(e, step):
 # ------------------------------------------------------------------------------ targets
 @dataclass
 class _Target:
-    kind: str           # tile | warp | stride | residue | branch | trip2 | capdiv
+    kind: str           # tile | warp | stride | residue | last | branch | trip2 | capdiv
     key: object         # id() of the For node in its program; ("if", id()) of the If node (branch);
                         # ("res", id(), j) for the j-th division of that For's start/bound (residue)
     loop: N.Stmt        # the For node (the If node of a branch target)
     kernel: int         # index into the kernels list
     text: str           # how the loop reads: "for (k0 = 0; k0 < K; k0 += TILE)"
     warp: int = 32      # lanes per warp/wavefront of that kernel's dialect
-    want: Optional[bool] = None   # branch: the value of the condition sought
+    want: object = None           # branch: the value of the condition sought; last: the value compared
     quant: object = None          # residue: the dividend (an expression over the sizes)
     wide: bool = False            # stride: no instance of the spec runs a second sweep (the sweep grows
                                   # with the size until a capacity caps it): searched up to the branch cap
@@ -609,6 +670,8 @@ def _reached(t: _Target, o, *, search: bool) -> bool:
         return o[1] is not None and o[1] == t.want
     if t.kind == "residue":       # o = (loop, dividend % c, dividend, c): a whole chunk and c - 1 over
         return o[2] >= o[3] and o[1] == o[4]
+    if t.kind == "last":          # o = (If, value on the last trip, (op, constant), step)
+        return o[1] == t.want
     _, lo, hi, step = o
     if t.kind == "capdiv":        # o = (expr, C, divisor, None): one row of the divisor fills the buffer
         return isinstance(o[2], int) and o[1] // 2 < o[2] <= o[1]
@@ -798,6 +861,20 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                     text = (f"for ({loop.var} = {_expr_text(loop.lo, d)}; {loop.var} < {_expr_text(loop.hi, d)}; "
                             f"{loop.var} += {_expr_text(loop.step, d)})")
                     targets.append(_Target("residue", key, loop, k.idx, text, WARP.get(d, 32), quant=q))
+        # last-trip targets: a guard in a stepped loop's body on what is left for the last trip
+        # (`if (xg_mr > 3)`, the rows of a micro tile's remainder): an instance where the guarded
+        # value is at each side of the guard's edge on the last trip (3 and 4 for `> 3`)
+        for inst, o0, o1 in per_inst:
+            for key, o in o0.items():
+                if isinstance(key, tuple) and key[0] == "last" and (k.idx, key) not in seen:
+                    seen.add((k.idx, key))
+                    op, c = o[2]
+                    wants = (c, c + 1) if op in (">", "<=") else (c - 1, c)
+                    text = f"if ({_expr_text(o[0].cond, k.spec.dialect)})"
+                    for w in wants:
+                        if w >= 0:
+                            targets.append(_Target("last", key, o[0], k.idx, text, WARP.get(k.spec.dialect, 32),
+                                                   want=w))
         # capacity targets: an integer literal C >= CAP_MIN divided (or reduced) by a size, the rows
         # of that size a buffer holds (`16384 / r_pad`): an instance where one row fills more than
         # half of it, C / x == 1 and C % x is the largest, so a row count that overruns the buffer
@@ -825,7 +902,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                 text = f"if ({_expr_text(node.cond, k.spec.dialect)})"
                 targets.append(_Target("branch", key, node, k.idx, text, WARP.get(k.spec.dialect, 32),
                                        want=not vals[0]))
-    order = {"tile": 0, "warp": 1, "stride": 2, "residue": 3, "branch": 4, "capdiv": 5}
+    order = {"tile": 0, "warp": 1, "stride": 2, "residue": 3, "last": 4, "branch": 5, "capdiv": 6}
     targets.sort(key=lambda t: (order[t.kind], t.kernel, t.loop.loc.line if t.loop.loc else 0))
 
     # 2. drop targets an instance of the spec already reaches, and duplicates (same bound and step)
@@ -840,7 +917,7 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
             t.wide = True     # every task/thread runs one sweep on every instance of the spec
         sig = (t.kind, t.kernel, tuple((o[1], o[2], o[3]) + ((o[4],) if t.kind == "residue" else ()) if o else None
                                        for o in obs),
-               t.key if t.kind == "branch" else None)
+               t.key if t.kind == "branch" else (t.key, t.want) if t.kind == "last" else None)
         if sig in sig_seen:
             continue
         sig_seen.add(sig)
@@ -903,6 +980,8 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
             return _reached(t, o, search=True)
         if t.kind == "residue":
             return o is not None and o[2] >= o[3]
+        if t.kind == "last":      # the guard is reached on a last trip; the scan then walks the remainders
+            return o is not None
         if t.kind == "trip2":
             return _reached(t, o, search=True)
         if t.kind == "capdiv":
@@ -1180,6 +1259,11 @@ def _reason(t: _Target, x, v, insts, ks) -> str:
         hi_txt = _expr_text(t.loop.hi, ks[t.kernel].spec.dialect)
         return (f"{hi_txt} = {hi}: loop `{t.text}` at {t.where()} runs a second trip (on the branch's instance "
                 f"it ran one: its step was never taken)")
+    if t.kind == "last":
+        _, a, (op, c), step = o
+        side = "true" if {">": a > c, ">=": a >= c, "<": a < c, "<=": a <= c}[op] else "false"
+        return (f"`{t.text}` at {t.where()} is {side} on the last trip of its loop (step {step}): the value it "
+                f"compares is {a} there, at the edge of `{op} {c}`")
     if t.kind == "residue":
         _, r, v, c, _want = o
         q = _expr_text(t.quant, ks[t.kernel].spec.dialect)
