@@ -135,13 +135,23 @@ def apply(program: N.Program, *, entry: str, **_params):
     if not tiles:
         raise PassError(NAME, f"'{entry}' has no tile loop (step > 1) accumulating into a local array",
                         code="XP4002")
-    if len(tiles) > 1:
-        raise PassError(NAME, f"'{entry}' has {len(tiles)} tile loops; un-tiling handles one", tiles[1])
+    # a lane-distributed tile (a lifted matrix-core kernel) has its k steps inside the tile loop:
+    # passes/untile_lanes.py reads it by running the block body
+    outer = [t for t in tiles if not any(o is not t and any(x is t for x in walk(o.body)) for o in tiles)]
     try:
+        if len(tiles) > 1:
+            raise Refused(f"'{entry}' has {len(tiles)} tile loops; un-tiling handles one", tiles[1])
         new_body = _Untile(program, view, tiles[0]).run()
     except Refused as r:
-        raise PassError(NAME, f"tile loop '{tiles[0].var}': {r.why}", r.node if getattr(r.node, "loc", None)
-                        else tiles[0]) from None
+        why = r.why if len(tiles) > 1 else f"tile loop '{tiles[0].var}': {r.why}"
+        node = r.node if getattr(r.node, "loc", None) else tiles[0]
+        if len(outer) != 1:
+            raise PassError(NAME, why, node) from None
+        from .untile_lanes import untile_lanes
+        try:
+            new_body = untile_lanes(program, view, outer[0])
+        except Refused as r2:
+            raise PassError(NAME, f"{why}; read as a lane-distributed tile: {r2.why}", node) from None
     return U.replace_func(program, func, func.with_(body=new_body))
 
 

@@ -108,3 +108,23 @@ def test_plan_refusals_keep_the_exchange(change, reason):
     assert reason in next(iter(why.values()))
     out = detensorize.apply(prog, entry="k", target="cuda")
     assert len(_exchange_buffers(out)) == 2
+
+
+@pytest.mark.parametrize("rel", ["gemm/gemm_wmma.cu", "bmm/bmm_wmma.cu"])
+def test_wmma_accumulator_spread_over_the_warp(rel):
+    """wmma_lift: 8 accumulator elements per lane (16x16 over 32 lanes), the a/b fragments
+    forwarded into the products (no per-lane copy of the whole tile)."""
+    src = EX / rel
+    spec = load_spec(str(src) + ".toml")
+    prog = parse_file(src, "cuda")
+    out = detensorize.apply(prog, entry=spec.entry, target="hip")
+    arrays = {d.name: d.type for d in walk(out) if isinstance(d, N.Decl) and isinstance(d.type, N.Array)
+              and d.scope == "local"}
+    assert set(arrays) == {"acc"} and arrays["acc"].dims[0].value == 8
+    code = _code_only(print_program(out, "cuda"))
+    assert "a_frag" not in code and "* (float)Bs[kk * BN" in code
+    assert _barriers(out) == _barriers(prog)
+    # an accumulator element read as acc.x[] keeps the whole-tile form
+    text = src.read_text().replace("wmma::store_matrix_sync(", "Cs[0] = acc.x[0];\n    wmma::store_matrix_sync(", 1)
+    whole = detensorize.apply(parse_text(text, "cuda", src.name), entry=spec.entry, target="hip")
+    assert "a_frag" in _code_only(print_program(whole, "cuda"))

@@ -302,15 +302,19 @@ def plan(func: N.Func, varying: set) -> tuple[dict, dict]:
     return lifts, why
 
 
-def lower(ctx, call: N.Intrinsic, result: str, lift: Lift):
-    """Statements computing the MFMA ``call`` into the float[4] array ``result`` (lifted form)."""
+def lower(ctx, call: N.Intrinsic, result: str | None, lift: Lift, into: str | None = None):
+    """Statements computing the MFMA ``call`` into the float[4] array ``result`` (lifted form);
+    with ``into`` (``into = mfma(a, b, into)``) the products are added to ``into[e]`` in place:
+    ``into[e] += p`` for each k is the same float operation sequence as a sum started from
+    ``into[e]`` and copied back, and the operands never read ``into`` (a register vector)."""
     tid = N.Var(ctx.hooks.tid(ctx))
     lane, i, g = ctx.fresh("lane"), ctx.fresh("li"), ctx.fresh("lg")
     INT = scalar("int32", "int")
     out = [decl(lane, INT, b("%", tid, 64), const=True),
            decl(i, INT, b("%", N.Var(lane), 16), const=True),
-           decl(g, INT, b("/", N.Var(lane), 16), const=True),
-           decl(result, N.Array(FLOAT, (N.Const(4, "int32", "4"),)))]
+           decl(g, INT, b("/", N.Var(lane), 16), const=True)]
+    if into is None:
+        out.append(decl(result, N.Array(FLOAT, (N.Const(4, "int32", "4"),))))
     e, k, s = ctx.fresh("e"), ctx.fresh("k"), ctx.fresh("acc")
     Ve, Vk = N.Var(e), N.Var(k)
     K = 16 if lift.half else 4
@@ -327,6 +331,9 @@ def lower(ctx, call: N.Intrinsic, result: str, lift: Lift):
     row = add(mul(4, N.Var(g)), Ve)
     av, bv = at(lift.ops[0], row), at(lift.ops[1], N.Var(i))
     cc = call.args[2]
+    if into is not None:
+        out.append(loop(e, 0, 4, loop(k, 0, K, assign(ix(into, Ve), b("*", tofloat(av), tofloat(bv)), "+="))))
+        return out
     out.append(loop(e, 0, 4, [decl(s, FLOAT, tofloat(ix(cc, Ve))),
                               loop(k, 0, K, assign(s, b("*", tofloat(av), tofloat(bv)), "+=")),
                               assign(ix(result, Ve), N.Var(s))]))

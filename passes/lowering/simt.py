@@ -13,7 +13,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, walk
 
-from . import mfma as L_mfma, mfma_lift as L_lift, warp as L_warp, wmma as L_wmma
+from . import mfma as L_mfma, mfma_lift as L_lift, warp as L_warp, wmma as L_wmma, wmma_lift as L_wlift
 from .common import FLOAT, INT, add, assign, base_name, block, c, cast, decl, ix, mul
 
 LANE_BUILTINS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "__lane_id")
@@ -118,6 +118,11 @@ class SimtHooks:
             ctx.mfma_lifts, ctx.mfma_kept = L_lift.plan(ctx.func, ctx.varying)
             for lift in ctx.mfma_lifts.values():
                 ctx.mfma_drop.update(lift.drop)
+        # WMMA: the accumulators spread over the warp, loads forwarded into the products (wmma_lift.py)
+        ctx.wlift = "not tried"
+        if self.mfma_lift and ctx.func.kind == "kernel" and any(
+                isinstance(d, N.Decl) and isinstance(d.type, N.Fragment) for d in walk(ctx.func.body)):
+            ctx.wlift = L_wlift.plan(ctx.program, ctx.func, ctx.varying)
 
     def end(self, ctx, body):
         # hip vector values (floatx4 ...) -> plain arrays, so the result compiles for any SIMT target;
@@ -252,10 +257,16 @@ class SimtHooks:
         if id(s) in ctx.mfma_drop:      # an operand declaration a lifted MFMA no longer reads
             return []
         # fragments -> whole-tile arrays
+        lifted = isinstance(getattr(ctx, "wlift", None), L_wlift.WLift)
         if isinstance(s, N.Decl) and isinstance(s.type, N.Fragment):
             ctx.frags[s.name] = s.type
+            if lifted:
+                return L_wlift.decl_of(ctx.wlift, s)
             return [s.with_(type=L_wmma.frag_array(s.type))]
         s = self._frag_members(ctx, s)
+        if lifted and isinstance(s, N.ExprStmt) and _call_name(s.expr) in L_wmma.NAMES:
+            out = L_wlift.lower(ctx, ctx.wlift, s, L_wmma.short(_call_name(s.expr)), list(s.expr.args))
+            return [N.Block(tuple(out), loc=s.loc)] if out else []
         if isinstance(s, N.ExprStmt) and _call_name(s.expr) in L_wmma.NAMES:
             return [N.Block(tuple(L_wmma.lower(ctx, _call_name(s.expr), list(s.expr.args), ctx.frags)), loc=s.loc)]
         if any(isinstance(x, N.Call) and x.func in self.coll_funcs for x in walk(s)) and not ctx.uniform[-1]:
@@ -273,6 +284,10 @@ class SimtHooks:
             ctx.mfma_lowered = True
             res = ctx.fresh("d")
             if id(s) in ctx.mfma_lifts:
+                if isinstance(s, N.Assign) and isinstance(s.target, N.Var) and call.args[2] == s.target:
+                    # acc = mfma(a, b, acc): the sums run in acc itself (the same float operations)
+                    out = L_lift.lower(ctx, call, None, ctx.mfma_lifts[id(s)], into=s.target.name)
+                    return [N.Block(tuple(out), loc=s.loc)]
                 pre += L_lift.lower(ctx, call, res, ctx.mfma_lifts[id(s)])
             else:
                 pre += L_mfma.lower(ctx, call, res, self.barrier)
