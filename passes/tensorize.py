@@ -214,7 +214,10 @@ def _simt_plan(program, entry, target=None, ops=None, **_):
     plain = all(widen(op) for op in (ct.op_a, ct.op_b))
     if program.dialect == "hip":
         instr = "__builtin_amdgcn_mfma_f32_16x16x4f32"
-        if dts["A"] != "float32" or dts["B"] != "float32" or ct.acc_dtype != "float32" or dts["C"] != "float32":
+        if dts["A"] == dts["B"] == "float16" and ct.acc_dtype == dts["C"] == "float32" and \
+                _half_spelling(func, ct) in ("_Float16", "half", "__half"):
+            instr = "__builtin_amdgcn_mfma_f32_16x16x16f16"     # half inputs widened, float sums
+        elif dts["A"] != "float32" or dts["B"] != "float32" or ct.acc_dtype != "float32" or dts["C"] != "float32":
             raise PassError(NAME, f"matmul over {dts['A']} x {dts['B']} -> {dts['C']}: only float32 maps to "
                                   f"{instr} here", ct.root, "XP4002")
         if not plain:
@@ -234,6 +237,17 @@ def _simt_plan(program, entry, target=None, ops=None, **_):
     return ct, instr
 
 
+def _half_spelling(func, ct):
+    """How the kernel spells the element type of its half operands (``_Float16`` or ``half``):
+    the f16 MFMA's vector operand type is built on ``_Float16``, so a ``half`` operand is
+    converted on the way into the LDS tile."""
+    sp = set()
+    for p in func.params:
+        if p.name in (ct.A, ct.B) and isinstance(p.type, N.Pointer):
+            sp.add(getattr(p.type.elem, "spelling", None))
+    return sp.pop() if len(sp) == 1 else None
+
+
 def _simt_apply(program, entry, **params):
     from .patterns import simt_tile as ST
     ct, instr = _simt_plan(program, entry, **params)
@@ -241,6 +255,12 @@ def _simt_apply(program, entry, **params):
     if program.dialect == "hip":
         extra = [] if any(isinstance(it, N.Typedef) and it.name == "floatx4" for it in program.items) else \
             ["typedef float floatx4 __attribute__((ext_vector_type(4)));"]
+        if instr.endswith("16x16x16f16"):
+            if not any(isinstance(it, N.Typedef) and it.name == "halfx4" for it in program.items):
+                extra.append("typedef _Float16 halfx4 __attribute__((ext_vector_type(4)));")
+            # a hip 'half' (hip_fp16.h's __half) goes through float into _Float16: exact both ways
+            via = "" if _half_spelling(U.kernel_func(program, entry), ct) == "_Float16" else "(float)"
+            return ST.rebuild(program, ct, ST.mfma_f16_body(ct, via), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
         prog = ST.rebuild(program, ct, ST.mfma_body(ct), extra)
         return prog, ST.launch(ct, "hip", 64, 1, 16, 16)
     extra = []

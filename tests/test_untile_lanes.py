@@ -78,3 +78,18 @@ def test_altered_tiles_are_refused(old, new, reason):
     with pytest.raises(PassError) as e:
         untile.apply(bad, entry=spec.entry)
     assert e.value.code == "XP4001" and reason in str(e.value), str(e.value)
+
+
+def test_half_contraction_to_mfma_f16_on_hip():
+    """The untiled half x half -> float contraction is written with MFMA 16x16x16f16 on hip
+    (tensorize; before, only float32 mapped to MFMA) and verifies against the WMMA source."""
+    from xpiler.passes import binding, tensorize
+    src, spec, rec = _recovered("gemm/gemm_wmma.cu")
+    plain = untile.apply(rec, entry=spec.entry)
+    hip = binding.apply(plain, entry=spec.entry, target="hip")
+    hip = hip[0] if isinstance(hip, tuple) else hip
+    out = tensorize.apply(hip, entry=spec.entry, target="hip")
+    prog, launch = out if isinstance(out, tuple) else (out, None)
+    text = print_program(prog, "hip")
+    assert "__builtin_amdgcn_mfma_f32_16x16x16f16" in text and "halfx4" in text
+    assert "(_Float16)(float)A[" in text          # hip's half goes through float into _Float16
