@@ -131,3 +131,29 @@ def test_core_binding_only_where_blocks_run_concurrently():
     assert needs_concurrent_blocks(core) and needs_concurrent_blocks(seq)
     assert not needs_concurrent_blocks(thread)
     assert not needs_concurrent_blocks(Step(SEQUENCE, {"steps": [thread.to_json()]}))
+
+
+def test_search_steps_name_loop_recoverys_normalization():
+    """Loop recovery's normalizations are alternatives of the search's routes, each named in its
+    step (never the cascade ``normalize=True``), so the tree chooses and a replay re-applies the
+    one chosen; an alternative's programs are those the named step makes."""
+    from xpiler.passes.loop_recovery import NORMALIZE
+    from xpiler.schedule.routes_tasks import recovery_alternatives
+    assert [a["normalize"] for a in recovery_alternatives({})] == list(NORMALIZE)
+    assert recovery_alternatives({"normalize": True, "x": 1}) == [{"x": 1, "normalize": n} for n in NORMALIZE]
+    assert recovery_alternatives({"normalize": False}) == [{"normalize": False}]
+    src, start, ctx = _stages(parse_file(EX / "rmsnorm" / "rmsnorm.mlu", "bang"))
+    root, tail = recovery_start(src, start, ctx)
+    tail = [Step("loop_recovery", {"normalize": "partition"}, "symbolic", tail[0].in_hash, tail[0].out_hash)]
+    steps = retask_steps(root, tail, start, "cuda", ctx, counts=(64,))
+    recs = [sequence_steps(s)[0] for s in steps]
+    assert all(r.pass_name == "loop_recovery" and r.params["normalize"] in NORMALIZE for r in recs)
+    by_route = {(task_route(s), r.params["normalize"]) for s, r in zip(steps, recs)}
+    # rmsnorm.mlu: its partition loops normalize; the plain loops are the other alternative
+    assert by_route == {("", "partition"), ("", "loops"), ("tasks=64", "partition"), ("tasks=64", "loops")}
+    one = next(s for s, r in zip(steps, recs) if r.params["normalize"] == "loops" and not task_route(s))
+    cur = root
+    for sub in sequence_steps(one):
+        cur = apply_step(sub, cur, ctx)
+    cascade = apply_step(Step("loop_recovery", {"normalize": "loops"}), root, ctx)
+    assert cascade.key != start.key     # another program than the plan's partition form

@@ -30,6 +30,9 @@ def test_route_steps_end_in_the_target_dialect():
     assert ["loop_recovery", "untile", "binding"] in names
     assert all(sequence_steps(s)[-1].params.get("thread_tile") for s, n in zip(steps, names) if len(n) == 4)
     assert any(len(n) == 4 for n in names)
+    # loop recovery's normalization is named in every step (the search chooses; replay re-applies it)
+    from xpiler.passes.loop_recovery import NORMALIZE
+    assert all(sequence_steps(s)[0].params.get("normalize") in NORMALIZE for s in steps)
     assert through_loops(st, "bang", ctx) == []          # only between the SIMT dialects
     c = Stage(prog, "c", "gemm")
     assert through_loops(c, "cuda", ctx) == []

@@ -5,13 +5,27 @@ The test itself is the migration's (``test`` below: the driver's per-stage test,
 candidate and its spec, runs it on its substrate and logs the test event). A verified program is
 then timed: on hardware where :func:`xpiler.schedule.timing.source_for` found some for the search,
 else by the analytical cost model. A program that fails its tests gets no latency and reward 0.
+
+A batch may carry the search's deadline (a ``time.time()`` value): each job's limits are cut to
+it (:func:`cap_job`: no run launched after it, each run's limit at most what is left) and the pool
+waits for a job until :data:`CUT_GRACE_S` after it. A job the deadline cut (its test reports the
+budget, XP4020, or it was not back in time) is *not evaluated* (``Evaluation.cut``): neither a
+failing nor a verified candidate, logged as such, and not memoized.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .timing import MODEL, timing_instance
+
+#: how long after the search's deadline the pool still waits for a job whose own limits were cut
+#: to the deadline (its runs stop there; the test then reports back): the search's overshoot
+#: bound is this plus one round's bookkeeping (docs/schedule.md)
+CUT_GRACE_S = 2.0
+#: the reason of an evaluation the budget cut
+NOT_EVALUATED = "not evaluated (budget)"
 
 
 @dataclass
@@ -22,11 +36,26 @@ class Evaluation:
     latency_source: str = ""          # "hw:…" (measured) or "model:analytic"
     why: str = ""                     # why it failed, or why it has no latency
     detail: dict = field(default_factory=dict)
+    cut: bool = False                 # the budget ended its test or timing: not evaluated (never a failure)
 
     def to_json(self) -> dict:
         return {"program_hash": self.program_hash, "verified": self.verified, "latency_ms": self.latency_ms,
                 "latency_source": self.latency_source, **({"why": self.why} if self.why else {}),
-                **({"detail": self.detail} if self.detail else {})}
+                **({"detail": self.detail} if self.detail else {}), **({"not_evaluated": "budget"} if self.cut else {})}
+
+
+def cap_job(job, deadline: float | None):
+    """``job`` (a :class:`~xpiler.schedule.jobs.CandidateJob`) with its limits cut to ``deadline``
+    (a ``time.time()`` value): its test's deadline the earlier of its own and this one, and its
+    per-run limit no more than what is left of it."""
+    if deadline is None:
+        return job
+    d = deadline if job.deadline is None else min(job.deadline, deadline)
+    return replace(job, deadline=d, run_limit=max(0.05, min(job.run_limit, d - time.time())))
+
+
+def not_evaluated(stage, why: str = "") -> Evaluation:
+    return Evaluation(stage.hash, False, why=(f"{NOT_EVALUATED}: {why}" if why else NOT_EVALUATED)[:300], cut=True)
 
 
 def instance_sizes(spec, program, entry: str, inst) -> dict:
@@ -63,9 +92,12 @@ class Evaluator:
     migration records every test; ``source`` is the search's latency source (a ``hw:`` label or
     :data:`~xpiler.schedule.timing.MODEL`)."""
 
-    def __init__(self, make_job: Callable, source: str, *, pool=None, log_test: Callable | None = None):
+    def __init__(self, make_job: Callable, source: str, *, pool=None, log_test: Callable | None = None,
+                 run: Callable | None = None):
+        from .jobs import run_candidate
         from .pool import LocalPool
         self.make_job, self.source = make_job, source
+        self.run = run or run_candidate      # the job function (jobs.py; a scripted one in tests)
         self.pool = pool or LocalPool(1)
         self.log_test = log_test or (lambda st, tag, v: None)
         self.memo: dict[str, Evaluation] = {}
@@ -80,22 +112,38 @@ class Evaluator:
         from .strategy import Confirm, Outcome
         if isinstance(event, Confirm):
             return self.confirm(event.untuned, event.tuned)
-        return [Outcome(evaluation=e) for e in self.evaluate_many([(p.stage, p.tag) for p in event])]
+        deadline = min((p.deadline for p in event if p.deadline is not None), default=None)
+        return [Outcome(evaluation=e) for e in self.evaluate_many([(p.stage, p.tag) for p in event], deadline)]
 
-    def evaluate(self, stage, tag: str) -> Evaluation:
-        return self.evaluate_many([(stage, tag)])[0]
+    def evaluate(self, stage, tag: str, deadline: float | None = None) -> Evaluation:
+        return self.evaluate_many([(stage, tag)], deadline)[0]
 
-    def evaluate_many(self, items: list) -> list:
+    def evaluate_many(self, items: list, deadline: float | None = None) -> list:
+        """The evaluations of ``items`` (``(stage, tag)`` pairs), in order; ``deadline`` (a
+        ``time.time()`` value, the search's end) caps every job of the batch (module doc)."""
         from xpiler.verify.tester import Verdict
-        from .jobs import run_candidate
         todo, seen = [], set()
         for st, tag in items:
             if st.key not in self.memo and st.key not in seen:
                 seen.add(st.key)
                 todo.append((st, tag))
-        jobs = [self.make_job(st, tag) for st, tag in todo]
-        results = self.pool.map(run_candidate, jobs) if jobs else []
-        for (st, tag), job, r in zip(todo, jobs, results):
+        if deadline is not None and todo and time.time() >= deadline:
+            return [self.memo.get(st.key) or not_evaluated(st, "the search's deadline had passed") for st, _ in items]
+        plain = [self.make_job(st, tag) for st, tag in todo]
+        jobs = [cap_job(j, deadline) for j in plain]
+        if not jobs:
+            results = []
+        elif deadline is None:
+            results = self.pool.map(self.run, jobs)
+        else:
+            results = self.pool.map(self.run, jobs, deadline=deadline + CUT_GRACE_S)
+        cut: dict[str, Evaluation] = {}
+        for (st, tag), job, r in zip(todo, plain, results):
+            if r is None or r.get("cut"):
+                # the budget, not the program, ended it: no verdict, not memoized (module doc)
+                why = "the job was not back by the deadline" if r is None else str(r["cut"])
+                cut[st.key] = not_evaluated(st, why)     # (the strategy logs it: tune kind not_evaluated)
+                continue
             self.tests += 1
             self.jobs[st.key] = job
             v = Verdict.from_json(r["verdict"])
@@ -106,11 +154,19 @@ class Evaluator:
             else:
                 self.memo[st.key] = Evaluation(st.hash, True, r.get("latency_ms"), r.get("latency_source", ""),
                                                 why=r.get("why", ""), detail=r.get("detail") or {})
-        return [self.memo[st.key] for st, _ in items]
+        return [self.memo.get(st.key) or cut[st.key] for st, _ in items]
 
     def confirm(self, a_hash: str, b_hash: str) -> tuple:
-        """Hardware latencies of two evaluated programs, timed one after the other in one job."""
+        """Hardware latencies of two evaluated programs, timed one after the other in one job; it
+        runs after the search's budget, in the migration's reserve, and ``(None, None)`` when it
+        is not back by the migration's deadline (the untuned kernel is then kept)."""
         from .jobs import run_confirm_pair
         if self.source == MODEL:
             return None, None
-        return self.pool.map(run_confirm_pair, [(self.jobs[a_hash], self.jobs[b_hash])])[0]
+        a, b = self.jobs[a_hash], self.jobs[b_hash]
+        d = a.deadline
+        if d is None:
+            return self.pool.map(run_confirm_pair, [(a, b)])[0]
+        if time.time() >= d:
+            return None, None
+        return self.pool.map(run_confirm_pair, [(a, b)], deadline=d + CUT_GRACE_S)[0] or (None, None)

@@ -6,7 +6,8 @@ memory (texts, not paths; no open log).
 fresh folder, runs the migration's own test (``compare_kernels`` against the source and the
 reference, then the target's real compiler for cuda/hip, as every migration step), and when the
 candidate verifies, times it (hardware, or the cost model: ``job.latency_source``). It returns plain
-data: the verdict as JSON, the latency and its source. ``run_confirm`` times two candidates one
+data: the verdict as JSON, the latency and its source; or ``{"cut": why}`` when ``job.deadline``
+ended its test or timing first (the search's budget: not evaluated, evaluator.py). ``run_confirm`` times two candidates one
 after the other in one call (the side-by-side timing before a tuned kernel replaces the untuned
 one).
 """
@@ -83,11 +84,28 @@ def _latency(job: CandidateJob, cand: Path, cspec) -> dict:
         if model_ms is None:
             out["why"] = model.get("error", "not modelled")
         return out
-    ms, note = measure_kernel(cand, cspec, repeats=job.repeats, sizes=job.sizes)
+    left = _left(job)
+    if left is not None and left <= 0.05:
+        return {"cut": "the deadline passed before the timing"}
+    ms, note = measure_kernel(cand, cspec, repeats=job.repeats, sizes=job.sizes,
+                              **({} if left is None else {"timeout_s": min(60.0, left)}))
+    if ms is None and left is not None and _left(job) <= 0.05:
+        return {"cut": f"the timing ran into the deadline ({note})"}
     out.update(latency_ms=ms, detail={"instance": note, **({"model_ms": model_ms} if model_ms is not None else {})})
     if ms is None:
         out["why"] = note
     return out
+
+
+def _left(job) -> float | None:
+    import time
+    return None if job.deadline is None else job.deadline - time.time()
+
+
+def _cut(v) -> str | None:
+    """Why the budget (XP4020: a run cut or not launched at the deadline) ended a test that did not
+    verify, else None."""
+    return next((f.message for f in v.failures if f.code == "XP4020"), None) if not v.verified else None
 
 
 def run_candidate(job: CandidateJob) -> dict:
@@ -99,11 +117,19 @@ def run_candidate(job: CandidateJob) -> dict:
         src, sspec, cand, cspec = _write(job, d)
         v = compare_kernels(cand, cspec, against=(src, sspec), use_reference=bool(sspec.reference),
                             seeds=list(job.seeds), jobs=job.jobs, timeout=job.run_limit, deadline=job.deadline)
+        if _cut(v):
+            return {"cut": _cut(v)}
         if v.verified and job.dialect in ("cuda", "hip"):
+            left = _left(job)
+            if left is not None and left <= 0.05:
+                return {"cut": "the deadline passed before the real compile check"}
             _real_compile_gate(job.dialect, cand, v)
         out = {"verdict": v.to_json()}
         if v.verified:
-            out.update(_latency(job, cand, cspec))
+            lat = _latency(job, cand, cspec)
+            if "cut" in lat:
+                return lat
+            out.update(lat)
         return out
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -124,7 +150,11 @@ def run_confirm(a: CandidateJob, b: CandidateJob, repeats: int = 21, rounds: int
         best: list = [None, None]
         for _ in range(max(1, rounds)):
             for i, (cand, cspec, sizes) in enumerate(files):
-                ms = measure_kernel(cand, cspec, repeats=repeats, sizes=sizes)[0]
+                left = _left(a)
+                if left is not None and left <= 0.05:
+                    return None, None     # the migration's deadline: no confirmation, the untuned kernel stays
+                ms = measure_kernel(cand, cspec, repeats=repeats, sizes=sizes,
+                                    **({} if left is None else {"timeout_s": min(60.0, left)}))[0]
                 if ms is not None and (best[i] is None or ms < best[i]):
                     best[i] = ms
         return best[0], best[1]

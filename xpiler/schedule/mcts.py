@@ -16,7 +16,10 @@ One iteration:
    (``root latency / latency``, capped at :data:`REWARD_CAP` and scaled to [0, 1]);
 4. **backpropagate** the reward along the path taken.
 
-It stops at the time budget (seconds, a wall-clock cap), at ``max_evals`` evaluations, when the
+It stops at the time budget (seconds, a wall-clock cap: no round starts with less left than the
+shortest round so far took, nor less than ``min_round_s``; an evaluation the caller reports as cut
+by the budget, ``Evaluation.cut``, is no node of the tree and ends the search), at ``max_evals``
+evaluations, when the
 best latency has not improved for ``patience`` evaluations, or when every node within
 ``max_depth`` steps has been expanded. The same seed, the same evaluator answers and the same
 candidate lists give the same search. :meth:`MCTS.rounds` is the search as a generator (it
@@ -170,14 +173,17 @@ class MCTS:
             h = max(sorted(kids), key=lambda k: self._uct(path[-1], k))
             path.append(h)
 
-    def search(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1) -> SearchResult:
+    def search(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1,
+               min_round_s: float = 0.0) -> SearchResult:
         """The whole search with this object's own evaluator (``evaluate`` / ``evaluate_many``);
         :meth:`rounds` is the same search for a caller that evaluates the programs itself."""
         from .strategy import answer_all
-        return answer_all(self.rounds(root, root_eval, budget_s=budget_s, max_evals=max_evals, batch=batch),
+        return answer_all(self.rounds(root, root_eval, budget_s=budget_s, max_evals=max_evals, batch=batch,
+                                      min_round_s=min_round_s),
                           lambda todo: self.eval_many_fn([state for _, _, state in todo]))
 
-    def rounds(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1):
+    def rounds(self, root, root_eval, *, budget_s: float, max_evals: int, batch: int = 1,
+               min_round_s: float = 0.0):
         """The search as a generator: each round yields the new programs of its walks as
         ``(parent key, step, program)`` and takes their :class:`Evaluation` back, in that order;
         it returns the :class:`SearchResult`.
@@ -185,8 +191,12 @@ class MCTS:
         ``batch``: walks per round; their new programs are evaluated together (in parallel when
         the evaluator has a pool). Nodes on a walk count its visit at once (a virtual loss), so the
         walks of one round spread over the tree; with ``batch=1`` this is plain sequential UCT.
-        ``budget_s`` is a wall-clock cap: no round starts after it."""
+        ``budget_s`` is a wall-clock cap: no round starts with less of it left than
+        ``max(min_round_s, the shortest round with new programs so far)`` (such a round would be
+        cut before it ends); the caller cuts a round that runs into it (its evaluations come back
+        with ``cut``: they are dropped, not counted, and the search stops)."""
         t_end = time.monotonic() + budget_s
+        shortest = None         # the shortest round with new programs so far (seconds)
         rh = self._add(root, 0, root_eval)
         root_ms = root_eval.latency_ms
         best_h, best_ms = rh, root_ms
@@ -194,7 +204,7 @@ class MCTS:
         evals = iters = since_best = 0
         stopped = "budget"
         while True:
-            if time.monotonic() >= t_end:
+            if time.monotonic() + max(min_round_s, shortest or 0.0) >= t_end:
                 stopped = "time budget"
                 break
             if evals >= max_evals:
@@ -215,9 +225,21 @@ class MCTS:
                     pend_children[w[2]] = pend_children.get(w[2], 0) + 1
                 walks.append(w)
             new = [w for w in walks if w[0] == "new"]
+            t_round = time.monotonic()
             results = (yield [(w[2], w[3], w[4]) for w in new]) if new else []
+            if new:
+                took = time.monotonic() - t_round
+                shortest = took if shortest is None else min(shortest, took)
+            cut = False
             for w, ev in zip(new, results):
                 _, path, h, step, state, ch = w
+                if getattr(ev, "cut", False):
+                    # the budget ended its evaluation: no node, no reward, not a failure; the walk
+                    # counts up to its parent only
+                    cut = True
+                    w[1].pop()
+                    self.on_event(kind="not_evaluated", node=ch, parent=h, step=step, evaluation=ev, evals=evals)
+                    continue
                 evals += 1
                 since_best += 1
                 self._add(state, self.g.nodes[h]["depth"] + 1, ev)
@@ -233,6 +255,9 @@ class MCTS:
                 r = self._reward(w[1][-1], root_ms)
                 for n in w[1]:
                     self.g.nodes[n]["value"] += r
+            if cut:
+                stopped = "time budget"
+                break
             if not new and self._exhausted(rh):
                 stopped = "search space exhausted"
                 break

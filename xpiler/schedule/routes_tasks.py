@@ -13,6 +13,8 @@ given a larger task count (``loop_recovery(launch={"dim": [T, 1, 1], ...})``), t
 binding's alternatives, as one ``sequence`` search step per (T, binding) pair. Nothing about the
 new count is assumed: loop recovery and un-blocking prove their rewrites again for T (their Z3
 coverage checks run with the new launch), and every candidate is tested like any other.
+Loop recovery's normalizations are alternatives here too (:func:`recovery_alternatives`): each
+one that applies, at each count, leads its own steps, named in loop recovery's parameters.
 
 The route exists only when the kernel reads a task-count builtin (``taskDim``, ``taskDimX``,
 ``clusterDim``); a kernel that never reads one would do the same work once per task. The
@@ -66,35 +68,56 @@ def recovery_start(origin, start, ctx):
     return cur, steps[idx:]
 
 
+def recovery_alternatives(params: dict) -> list[dict]:
+    """Loop recovery's parameter sets a search route tries: one per normalization
+    (``passes/loop_recovery.py: NORMALIZE``, in the plans' order), each naming it
+    (``normalize="partition"`` ...), over ``params``' other parameters. ``params`` saying
+    ``normalize=True`` (or nothing: the cascade inside the pass, as logs before 2026-12-05 have
+    it) or naming one alternative gives them all, so the search chooses; ``normalize=False``
+    stays as it is."""
+    from xpiler.passes.loop_recovery import NORMALIZE
+    if params.get("normalize", True) is False:
+        return [dict(params)]
+    base = {k: v for k, v in params.items() if k != "normalize"}
+    return [{**base, "normalize": how} for how in NORMALIZE]
+
+
 def retask_steps(root, tail: list, start, target: str, ctx, counts=TASK_COUNTS) -> list:
     """The root's children: the plan's tail then each binding alternative (what the search
-    offered from ``start`` before), and the same with loop recovery given each larger task
-    count. Each is one ``sequence`` step."""
+    offered from ``start`` before); the same with each other normalization of loop recovery that
+    applies (:func:`recovery_alternatives`); and all of these with loop recovery given each larger
+    task count. Each is one ``sequence`` step whose loop recovery names its normalization."""
     from xpiler.passes.base import PassError
-    out = [Step("sequence", {"steps": [s.to_json() for s in _plain(tail) + [b]]}, "search")
-           for b in legal_steps(start.program, start.entry, target, ("binding",))]
+    out, seen = [], {start.key}
+    out += [Step("sequence", {"steps": [s.to_json() for s in _plain(tail) + [b]]}, "search")
+            for b in legal_steps(start.program, start.entry, target, ("binding",))]
+    launches = [None]
     src = _source_tasks(ctx.launch)
-    if src is None or not _reads_task_count(root.program):
-        return out
-    t0, cluster = src
-    for t in counts:
-        if t <= t0 or t % cluster:
-            continue
-        launch = dict(ctx.launch)
-        launch["dim"] = [t, 1, 1]
-        prefix = [Step("loop_recovery", {**tail[0].params, "launch": launch}, "search")] + _plain(tail[1:])
-        cur = root
-        try:
-            for s in prefix:
-                cur = apply_step(s, cur, ctx)
-        except PassError:
-            continue
-        except Exception:   # a pass bug on one count drops that count, never the search
-            continue
-        if cur.dialect != "c":
-            continue
-        out += [Step("sequence", {"steps": [s.to_json() for s in prefix + [b]]}, "search")
-                for b in legal_steps(cur.program, cur.entry, target, ("binding",))]
+    if src is not None and _reads_task_count(root.program):
+        t0, cluster = src
+        for t in counts:
+            if t > t0 and not t % cluster:
+                launch = dict(ctx.launch)
+                launch["dim"] = [t, 1, 1]
+                launches.append(launch)
+    for launch in launches:
+        for rec in recovery_alternatives(tail[0].params):
+            if launch is not None:
+                rec = {**rec, "launch": launch}
+            prefix = [Step("loop_recovery", rec, "search")] + _plain(tail[1:])
+            cur = root
+            try:
+                for s in prefix:
+                    cur = apply_step(s, cur, ctx)
+            except PassError:     # (this normalization, or this count, does not apply)
+                continue
+            except Exception:     # a pass bug on one count drops that count, never the search
+                continue
+            if cur.dialect != "c" or cur.key in seen:
+                continue          # (the plan's own form, or one two normalizations share, once)
+            seen.add(cur.key)
+            out += [Step("sequence", {"steps": [s.to_json() for s in prefix + [b]]}, "search")
+                    for b in legal_steps(cur.program, cur.entry, target, ("binding",))]
     return out
 
 

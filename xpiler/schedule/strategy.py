@@ -16,8 +16,9 @@ The events:
 - a list of :class:`Proposal` with a ``stage`` each: test (and, when verified, time) these
   programs, which the strategy made by applying a step to one it knew (answered by a list of
   :class:`Outcome` in the same order, each with its :class:`~xpiler.schedule.evaluator.Evaluation`:
-  verified, latency, the latency's source, hardware or cost model). A list is a batch: its
-  programs may be evaluated in parallel;
+  verified, latency, the latency's source, hardware or cost model; or not evaluated, when the
+  search's deadline cut its test: ``Evaluation.cut``). A list is a batch: its programs may be
+  evaluated in parallel;
 - :class:`Confirm`: time two evaluated programs again, side by side (answered by their two
   latencies in ms, ``None`` where there is no measurement).
 
@@ -46,7 +47,8 @@ class Proposal:
     was made from (``parent``); a plan's step that is one of several alternatives says how many
     follow it (``alternatives_left``: proposed, with the same ``k``, while this one is refused as
     not applying); the untuned kernel itself is proposed with no pass (``pass_name``
-    empty) as the search's baseline."""
+    empty) as the search's baseline. ``deadline`` (a ``time.time()`` value): the search's end;
+    the evaluator cuts the program's test and timing to it (evaluator.py)."""
     k: int
     pass_name: str
     params: dict
@@ -57,6 +59,7 @@ class Proposal:
     tag: str = ""
     parent: str = ""
     alternatives_left: int = 0
+    deadline: float | None = None
 
 
 @dataclass

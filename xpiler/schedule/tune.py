@@ -31,6 +31,8 @@ from .timing import MODEL, source_for
 #: a tuned kernel replaces the untuned one only when it is at least this much faster
 MIN_GAIN = 1.03
 DEFAULT_MAX_EVALS = 60
+#: no search round starts with less of the budget left than this (nor than the quickest evaluation)
+MIN_ROUND_S = 0.1
 
 
 @dataclass
@@ -70,23 +72,41 @@ def through_loops(st, target: str, ctx) -> list:
     binding the loops afresh) reaches the forms the target passes write for loops (the cache
     pass's register-blocked matmul, one block per row). Each binding alternative of that route is
     one search step: the passes up to it in turn, so that every child of the root is a program in
-    the target dialect."""
-    from xpiler.passes.base import PassError
+    the target dialect. Loop recovery's normalizations are alternatives of the route
+    (:func:`~xpiler.schedule.routes_tasks.recovery_alternatives`): each one that applies leads its
+    own steps, which name it, so the search chooses between them and a replay re-applies the one
+    chosen."""
+    from xpiler.passes.base import AlternativeRefused, PassError
+    from .routes_tasks import recovery_alternatives
     if st.dialect not in SIMT or target not in SIMT:
         return []
-    prefix, cur = [], st
-    for name in ("loop_recovery", "untile"):
-        step = Step(name, {}, "search")
-        try:
-            cur = apply_step(step, cur, ctx)
-            prefix.append(step)
-        except PassError as e:
-            if e.code != "XP4002":     # nothing to do is fine; a refusal ends this route
-                return []
-        except Exception:
-            return []
-    if not prefix or cur.dialect != "c":
-        return []
+    out, seen = [], set()
+    for rec in recovery_alternatives({}):
+        prefix, cur = [], st
+        for step in (Step("loop_recovery", rec, "search"), Step("untile", {}, "search")):
+            try:
+                cur = apply_step(step, cur, ctx)
+                prefix.append(step)
+            except AlternativeRefused:   # this normalization does not apply: the next one may
+                prefix = None
+                break
+            except PassError as e:
+                if e.code != "XP4002":   # nothing to do is fine; a refusal ends this route
+                    prefix = None
+                    break
+            except Exception:
+                prefix = None
+                break
+        if not prefix or cur.dialect != "c" or cur.key in seen:
+            continue                     # (two normalizations that give one program: one route)
+        seen.add(cur.key)
+        out += _bind_route(prefix, cur, target, ctx)
+    return out
+
+
+def _bind_route(prefix: list, cur, target: str, ctx) -> list:
+    """The route's steps from the loop form ``cur`` (reached by ``prefix``): each binding
+    alternative, and the cache pass's register tiles after the first binding that admits them."""
     binds = legal_steps(cur.program, cur.entry, target, ("binding",))
     out = [Step(SEQUENCE, {"steps": [s.to_json() for s in prefix + [b]]}, "search") for b in binds]
     # a matmul bound afresh is one thread per row, which the model rates far below the tiled
@@ -141,7 +161,11 @@ class MCTSStrategy:
     ``prior``: a latency estimate of a program before it is tested (:func:`model_prior`), or
     None. ``expand``: the steps of a program, in place of the routes and the target passes'
     candidates (a scripted search space in tests). ``budget_s`` is a wall-clock cap from the
-    start of ``run()``: no round starts after it."""
+    start of ``run()``: every proposal carries its end (``Proposal.deadline``), to which the
+    evaluator cuts each test and timing; no round starts with less left than the quickest
+    evaluation so far took (the untuned kernel's included; at least :data:`MIN_ROUND_S`); a
+    candidate the cap cut is not evaluated (a ``not_evaluated`` event), and the search returns
+    the best verified program measured before it (docs/schedule.md, "The budget")."""
     name = "mcts"
 
     def __init__(self, stage, *, target: str, ctx: StepContext, budget_s: float, max_evals: int = DEFAULT_MAX_EVALS,
@@ -186,12 +210,12 @@ class MCTSStrategy:
             return steps if source != MODEL else [s for s in steps if not needs_concurrent_blocks(s)]
         return expand
 
-    def _proposals(self, todo: list) -> list:
+    def _proposals(self, todo: list, deadline: float) -> list:
         out = []
         for parent, step, state in todo:
             self.candidates += 1
             out.append(Proposal(self.candidates, step.pass_name, step.params, stage=state,
-                                tag=f"tune{self.candidates}", parent=parent))
+                                tag=f"tune{self.candidates}", parent=parent, deadline=deadline))
         self.say(f"tuning: candidates {self.candidates - len(todo) + 1}-{self.candidates}")
         return out
 
@@ -199,8 +223,10 @@ class MCTSStrategy:
     def run(self) -> Generator:
         stage, source, emit = self.stage, self.source, self.emit
         t0 = time.monotonic()
-        (answer,) = yield [Proposal(0, "", {}, stage=stage, tag="tune_root")]
+        deadline = time.time() + self.budget_s     # the cap, as the jobs read it (time.time())
+        (answer,) = yield [Proposal(0, "", {}, stage=stage, tag="tune_root", deadline=deadline)]
         root_eval: Evaluation = answer.evaluation
+        root_took = time.monotonic() - t0
         root = self.start if self.start is not None and self.start.dialect != self.target else stage
         bang_root = recovery_start(self.origin, root, self.ctx) if root is self.start else None
         if bang_root is not None:
@@ -208,6 +234,9 @@ class MCTSStrategy:
         emit(kind="start", program_hash=stage.hash, search_root=root.key, latency_source=source,
              root=root_eval.to_json(), budget_s=self.budget_s, max_evals=self.max_evals, seed=self.seed,
              pool=self.pool_label, **({"sizes": self.sizes} if self.sizes else {}))
+        if root_eval.cut:
+            emit(kind="not_evaluated", program_hash=stage.hash, tag="tune_root",
+                 **{k: v for k, v in root_eval.to_json().items() if k != "program_hash"})
         if not root_eval.verified or root_eval.latency_ms is None:
             why = root_eval.why or "the untuned kernel did not verify again"
             emit(kind="result", chosen=stage.hash, steps=[], note=f"not tuned: {why}")
@@ -222,7 +251,7 @@ class MCTSStrategy:
         left = max(0.0, self.budget_s - (time.monotonic() - t0))
         # the search root carries the untuned kernel's latency: every candidate is compared with it
         rounds = mcts.rounds(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,
-                             max_evals=self.max_evals, batch=self.batch)
+                             max_evals=self.max_evals, batch=self.batch, min_round_s=max(MIN_ROUND_S, root_took))
         answer = None
         while True:
             try:
@@ -230,7 +259,7 @@ class MCTSStrategy:
             except StopIteration as stop:
                 res: SearchResult = stop.value
                 break
-            outcomes = yield self._proposals(todo)
+            outcomes = yield self._proposals(todo, deadline)
             answer = [o.evaluation for o in outcomes]
         return (yield from self._choose(res, root, root_eval))
 
