@@ -157,3 +157,33 @@ def test_search_steps_name_loop_recoverys_normalization():
         cur = apply_step(sub, cur, ctx)
     cascade = apply_step(Step("loop_recovery", {"normalize": "loops"}), root, ctx)
     assert cascade.key != start.key     # another program than the plan's partition form
+
+
+def test_the_search_chooses_a_normalization_and_replay_reapplies_it(tmp_path, monkeypatch):
+    """A stand-in model rates the programs of loop recovery's ``loops`` normalization fastest
+    (the plan takes ``partition``, whose split of ``block_rows`` leaves ``block_rows_1``): the
+    search takes the ``loops`` route, the log names it, and replay re-derives the output."""
+    import xpiler.schedule.evaluator as EV
+    import xpiler.schedule.tune as TU
+    from xpiler.migration.driver import migrate
+    from xpiler.replay import replay
+    from xpiler.schedule.timing import MODEL
+
+    def fake(stage, spec, sizes=None):
+        t = stage.text or print_program(stage.program, stage.dialect)
+        return (1.0 if "block_rows_1" in t else 0.1), {"model": "test stand-in"}
+    monkeypatch.setattr(EV, "modelled_latency", fake)
+    monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
+    monkeypatch.setattr(TU, "retask_steps", lambda *a, **k: __import__(
+        "xpiler.schedule.routes_tasks", fromlist=["x"]).retask_steps(*a, **k, counts=()))
+    r = migrate(EX / "rmsnorm" / "rmsnorm.mlu", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
+                max_evals=2, seed=0)
+    assert r.verified and "block_rows_1" not in r.output_path.read_text()
+    events = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()[1:]]
+    plan = [e for e in events if e["type"] == "pass" and e["name"] == "loop_recovery" and e.get("applied")
+            and e.get("proposer") != "search"]
+    assert plan and plan[0]["params"]["normalize"] == "partition"
+    searched = [e for e in events if e["type"] == "pass" and e.get("proposer") == "search"]
+    assert searched[0]["name"] == "loop_recovery" and searched[0]["params"]["normalize"] == "loops"
+    rep = replay(tmp_path / "out" / "provenance.jsonl")
+    assert rep.ok if hasattr(rep, "ok") else rep
