@@ -244,3 +244,8 @@ def test_capacity_reached_with_another_size_at_its_smallest(tmp_path):
     cap = [d for d in got if any("fills the buffer" in r for r in d.reasons)]
     assert cap, [d.describe() for d in got]
     assert any(d.sizes["N"] > 16384 and d.sizes["K"] * d.sizes["N"] <= 131072 and d.sizes["M"] > 4 for d in cap)
+    # the other capacity of the same line too (its own budget: `32768 % K` needs N <= 8)
+    k.write_text(GEMM_MLU.replace("32768 / K", "32768 % K"))
+    got = derive_for_files(k, load_spec(tmp_path / "gemm.mlu.toml"))
+    assert any(d.sizes["K"] > 16384 and d.sizes["K"] * d.sizes["N"] <= 131072 and d.sizes["M"] > 4 for d in got), \
+        [d.describe() for d in got]

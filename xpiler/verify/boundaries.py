@@ -1194,10 +1194,10 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
                     derived.append(Derived(name, d.base, sizes, changed, [], keep + [t]))
     # 5. capacity targets: an instance of their own each (at most CAPDIV_MAX), up to the branch cap,
     # from the smallest instance of the spec that reaches one (its other sizes keep their rows per task)
-    budget = state["evals"] + CAPDIV_EVALS
+    budget0 = state["evals"] + CAPDIV_EVALS     # the spec's instances as bases, for all targets together
     made = 0
     for t in cap_todo:
-        if made >= CAPDIV_MAX or state["evals"] >= budget:
+        if made >= CAPDIV_MAX:
             break
         lim["el"] = max(cap_el, BRANCH_CAP_ELEMENTS)
         order_c = sorted(base_insts, key=lambda i: (_elements(i), base_insts.index(i)))
@@ -1206,11 +1206,25 @@ def derive(kernels: list, *, max_new: int = MAX_DERIVED, budget: int = EVAL_BUDG
         # needs K <= 8); the instance keeps its rows per task, so a row count that overruns shows
         second_kind = [({**i.sizes, y: minimal[y]}, i, 1) for i in order_c for y in spec0.sizes
                        if i.sizes.get(y) != minimal[y]]
-        second_kind.sort(key=lambda b: (math.prod(b[0].values()), order_c.index(b[1])))   # smallest first
+        # smallest first, by the elements the instance has once the divisor (a size) reaches C / 2 + 1;
+        # bases that are too large or invalid there are left out
+        e = t.loop
+        xname = e.rhs.name if isinstance(e, N.BinOp) and isinstance(e.rhs, N.Var) and e.rhs.name in spec0.sizes \
+            else None
+        cval = e.lhs.value if isinstance(e, N.BinOp) and isinstance(e.lhs, N.Const) else None
+
+        def at_capacity(b):
+            if xname is None or not isinstance(cval, int):
+                return (0, math.prod(b[0].values()), order_c.index(b[1]))
+            r = build({**b[0], xname: cval // 2 + 1}, "probe")
+            return (0, _elements(r[0]), order_c.index(b[1])) if isinstance(r, list) else (1, 0, 0)
+        second_kind = sorted((b for b in second_kind if at_capacity(b)[0] == 0), key=at_capacity)
         tries = [(dict(i.sizes), i, 0) for i in order_c] + second_kind
+        cap2 = None
         for base_sizes, binst, second in tries:
-            if second and "cap2" not in state:     # the second kind of base has a budget of its own
-                state["cap2"] = budget = state["evals"] + 2 * CAPDIV_EVALS
+            if second and cap2 is None:     # the second kind of base: a budget of its own per target
+                cap2 = state["evals"] + 2 * CAPDIV_EVALS
+            budget = cap2 if second else budget0    # (obs_for stops at `budget`)
             if state["evals"] >= budget:
                 if second:
                     break
