@@ -171,3 +171,27 @@ def test_the_fallback_to_the_slice_is_logged(src, tmp_path, monkeypatch):
     r2 = repair_kernel(BAD, "c", "interleave", spec, (src, spec), workdir=tmp_path / "b", budget_s=60)
     assert r2.localization == {"by": "slice", "why": "trace failed: RuntimeError: planted build failure"}
     assert r2.repaired and r2.trace_constraints == 0
+
+
+MALLOC_C = """#include <stdlib.h>
+#include <string.h>
+void interleave(const float* a, const float* b, float* y, int n)
+{
+    float *t = malloc((size_t)n * sizeof(float));
+    memcpy(t, b, (size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        y[2 * i] = a[i];
+        y[i + 1] = t[i];
+    }
+    free(t);
+}
+"""
+
+
+def test_a_c_candidate_stays_c_in_the_trace_build(src, tmp_path):
+    # the prelude of a c trace build has no C++ (an overload would make the c platform compile
+    # the file as C++, where ``float *t = malloc(...)`` does not compile)
+    from xpiler.repair.trace import prelude
+    assert "template" not in prelude("c") and "template" in prelude("cuda")
+    spec, prog, v, tr = _trace(src, MALLOC_C, tmp_path)
+    assert [s.line for s in tr.culprits()] == [9]

@@ -80,26 +80,7 @@ static void xp_trace_emit(int sid, long long elem, long long count, double value
         k += snprintf(buf + k, sizeof buf - k, " %lld", v[i]);
     fprintf(xp_trace_f, "%s\\n", buf);
 }}
-#ifdef __cplusplus
-template <class T> static double xp_tv(const T &x) {{ return (double)(float)x; }}
-static double xp_tv(double x) {{ return x; }}
-static double xp_tv(float x) {{ return x; }}
-static double xp_tv(int x) {{ return x; }}
-static double xp_tv(unsigned x) {{ return x; }}
-static double xp_tv(long x) {{ return (double)x; }}
-static double xp_tv(unsigned long x) {{ return (double)x; }}
-static double xp_tv(long long x) {{ return (double)x; }}
-static double xp_tv(unsigned long long x) {{ return (double)x; }}
-static double xp_tv(short x) {{ return x; }}
-static double xp_tv(unsigned short x) {{ return x; }}
-static double xp_tv(signed char x) {{ return x; }}
-static double xp_tv(unsigned char x) {{ return x; }}
-static double xp_tv(char x) {{ return x; }}
-#define XP_TV(x) xp_tv(x)
-#else
-#define XP_TV(x) ((double)(x))
-#endif
-static int xp_trace_in(int sid, long long e, long long c, long long numel)
+{{TV}}static int xp_trace_in(int sid, long long e, long long c, long long numel)
 {{
     if (e >= 0 && e + (c > 0 ? c : 1) <= numel)
         return 1;
@@ -122,6 +103,32 @@ static int xp_trace_in(int sid, long long e, long long c, long long numel)
     xp_trace_emit(sid, xp_e_, xp_c_, xp_c_ > 0 ? XP_TV((out)[xp_e_]) : 0.0, xp_v_, \\
                   (int)(sizeof xp_v_ / sizeof xp_v_[0])); }} }} while (0)
 """
+
+#: how a traced value becomes a double: C++ dialects (cuda, hip, bang) overload it, so a half or
+#: bfloat16 type converts through float; a c output stays C (the c platform compiles a file as
+#: C++ only when its text needs it, and an overload in the prelude would make it so)
+_TV_CXX = """template <class T> static double xp_tv(const T &x) { return (double)(float)x; }
+static double xp_tv(double x) { return x; }
+static double xp_tv(float x) { return x; }
+static double xp_tv(int x) { return x; }
+static double xp_tv(unsigned x) { return x; }
+static double xp_tv(long x) { return (double)x; }
+static double xp_tv(unsigned long x) { return (double)x; }
+static double xp_tv(long long x) { return (double)x; }
+static double xp_tv(unsigned long long x) { return (double)x; }
+static double xp_tv(short x) { return x; }
+static double xp_tv(unsigned short x) { return x; }
+static double xp_tv(signed char x) { return x; }
+static double xp_tv(unsigned char x) { return x; }
+static double xp_tv(char x) { return x; }
+#define XP_TV(x) xp_tv(x)
+"""
+_TV_C = "#define XP_TV(x) ((double)(x))\n"
+
+
+def prelude(dialect: str) -> str:
+    return _PRELUDE.replace("{TV}", _TV_C if dialect == "c" else _TV_CXX)
+
 
 _COPIES = ("__memcpy", "__memcpy_async")
 
@@ -433,7 +440,7 @@ def instrument(model: Model, stores: list, dialect: str, numel: dict) -> str:
             call = N.Call("XP_TRACE_COPY", (sid, lv, N.Var(out), s.expr.args[2], *leaves))
             inside = N.Call("XP_TRACE_IN_COPY", (sid, lv, N.Var(out), s.expr.args[2], cnt))
         prog = set_at(prog, st.path, N.If(inside, N.Block((s, N.ExprStmt(call))), None))
-    return _PRELUDE + print_program(prog, dialect)
+    return prelude(dialect) + print_program(prog, dialect)
 
 
 def parse_events(text: str, stores: list) -> tuple[dict, set]:
