@@ -195,3 +195,64 @@ def test_a_c_candidate_stays_c_in_the_trace_build(src, tmp_path):
     assert "template" not in prelude("c") and "template" in prelude("cuda")
     spec, prog, v, tr = _trace(src, MALLOC_C, tmp_path)
     assert [s.line for s in tr.culprits()] == [9]
+
+
+VADD = """#include <immintrin.h>
+void vadd(const float* a, const float* b, float* y, int n)
+{
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(&y[i], _mm512_add_ps(_mm512_loadu_ps(&a[i]), _mm512_loadu_ps(&b[i])));
+    for (; i < n; i++)
+        y[i] = a[i] + b[i];
+}
+"""
+VADD_SPEC = """entry = "vadd"
+dialect = "c"
+[sizes]
+n = 40
+[[args]]
+name = "a"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+[[args]]
+name = "b"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+"""
+
+
+def test_an_avx512_store_of_a_c_output_is_traced(tmp_path):
+    from xpiler.repair import _smallest_failure
+    from xpiler.repair.fastcheck import ExampleOracle
+    from xpiler.repair.trace import take
+    from xpiler.verify.tester import compare_kernels
+    src = tmp_path / "vadd.c"
+    src.write_text(VADD)
+    (tmp_path / "vadd.c.toml").write_text(VADD_SPEC)
+    spec = load_spec(str(src) + ".toml")
+    bad = VADD.replace("_mm512_storeu_ps(&y[i]", "_mm512_storeu_ps(&y[i + 1]")
+    cand = tmp_path / "cand.c"
+    cand.write_text(bad)
+    v = compare_kernels(cand, spec, against=(src, spec), use_reference=False, seeds=(0,), stop_on_failure=True)
+    assert not v.verified
+    oracle = ExampleOracle(spec, (src, spec), False, v, 10.0)
+    tr = take(parse_text(bad, "c", "cand.c"), "vadd", "c", spec, oracle, _smallest_failure(v, spec), tmp_path,
+              timeout=10.0)
+    named = tr.culprits()
+    assert named and named[0].kind == "vstore" and named[0].line == 6
+    # 16 lanes per event; the shifted vector store wrote elements of the next lanes
+    assert all(c == 16 for _, c, _, _ in tr.events[named[0].sid])
+    assert tr.bad.get(named[0].sid, 0) > 0

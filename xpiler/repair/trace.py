@@ -97,6 +97,9 @@ static void xp_trace_emit(int sid, long long elem, long long count, double value
     xp_trace_in(sid, XP_ELEM(&(lv), out), (long long)(sizeof(lv) / sizeof((out)[0])), numel)
 #define XP_TRACE_IN_COPY(sid, dst, out, bytes, numel) \
     xp_trace_in(sid, XP_ELEM(dst, out), (long long)(bytes) / (long long)sizeof((out)[0]), numel)
+#define XP_TRACE_IN_N(sid, dst, out, n, numel) xp_trace_in(sid, XP_ELEM(dst, out), (long long)(n), numel)
+#define XP_TRACE_N(sid, dst, out, n, ...) XP_TRACE_COPY(sid, dst, out, (long long)(n) * (long long)sizeof((out)[0]), \
+                                                       __VA_ARGS__)
 #define XP_TRACE_COPY(sid, dst, out, bytes, ...) do {{ if (xp_trace_on(sid)) {{ \\
     long long xp_v_[] = {{__VA_ARGS__}}; long long xp_e_ = XP_ELEM(dst, out); \\
     long long xp_c_ = (long long)(bytes) / (long long)sizeof((out)[0]); \\
@@ -131,6 +134,11 @@ def prelude(dialect: str) -> str:
 
 
 _COPIES = ("__memcpy", "__memcpy_async")
+#: vector stores of the c outputs: name -> (lanes, index of the mask argument or None); a masked
+#: store counts the mask's set lanes (the c printer's tails are prefix masks)
+_VSTORES = {"_mm512_storeu_ps": (16, None), "_mm512_store_ps": (16, None), "_mm512_mask_storeu_ps": (16, 1),
+            "_mm512_mask_store_ps": (16, 1), "_mm512_storeu_pd": (8, None), "_mm512_mask_storeu_pd": (8, 1),
+            "_mm256_storeu_ps": (8, None), "_mm256_store_ps": (8, None)}
 
 
 class Unsupported(Exception):
@@ -142,7 +150,7 @@ class Store:
     sid: int
     path: tuple            # the store statement's path in the Program
     out: str               # the output parameter it writes
-    kind: str              # "store" | "copy"
+    kind: str              # "store" | "copy" | "vstore" (an AVX-512/AVX store of a c output)
     line: int | None
     leaves: list           # names recorded per event, in order
     loops: list            # enclosing canonical loop variables
@@ -356,6 +364,13 @@ class Model:
             if out is None:
                 return None
             return "copy", out, _ptr_off(dst, self.outs, self.aliases), dst
+        if isinstance(stmt, N.ExprStmt) and isinstance(stmt.expr, N.Intrinsic) and stmt.expr.name in _VSTORES \
+                and len(stmt.expr.args) >= 2:
+            dst = stmt.expr.args[0]
+            out = self._out_of(_base_name(dst))
+            if out is None:
+                return None
+            return "vstore", out, _ptr_off(dst, self.outs, self.aliases), dst
         return None
 
     def _out_of(self, name):
@@ -436,6 +451,12 @@ def instrument(model: Model, stores: list, dialect: str, numel: dict) -> str:
         if kind == "store":
             call = N.Call("XP_TRACE_STORE", (sid, lv, N.Var(out), *leaves))
             inside = N.Call("XP_TRACE_IN_STORE", (sid, lv, N.Var(out), cnt))
+        elif kind == "vstore":
+            lanes, mk = _VSTORES[s.expr.name]
+            n = N.Const(lanes, "int32", str(lanes)) if mk is None else N.Call(
+                "__builtin_popcountll", (N.Cast(N.Scalar("uint64", "unsigned long long"), s.expr.args[mk]),))
+            call = N.Call("XP_TRACE_N", (sid, lv, N.Var(out), n, *leaves))
+            inside = N.Call("XP_TRACE_IN_N", (sid, lv, N.Var(out), n, cnt))
         else:
             call = N.Call("XP_TRACE_COPY", (sid, lv, N.Var(out), s.expr.args[2], *leaves))
             inside = N.Call("XP_TRACE_IN_COPY", (sid, lv, N.Var(out), s.expr.args[2], cnt))
