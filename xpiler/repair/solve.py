@@ -118,6 +118,27 @@ def hinted(p: SketchProblem, level: int, limit: int):
             p.solver.add(z3.Or([v != vals[k] for k, v in p.vars.items()]))
 
 
+def _attempt(p, vals, rec, check_examples, check_full, seen):
+    """Check one assignment: the examples (cheap), then the full test. ``(text, verdict)`` when it
+    verified, else None (refuted, already seen, or the gate failed: recorded in ``rec``)."""
+    text, ok = check_examples(p, vals)
+    if text is None or text in seen:
+        return None
+    seen.add(text)
+    rec["checked"] += 1
+    if not ok:
+        return None
+    rec["passed_examples"] += 1
+    verdict, _ = check_full(text)
+    if verdict is None:
+        return None
+    if not verdict.verified:
+        rec.setdefault("gate_failed", []).append(sorted({f.code for f in verdict.failures})[:3] or ["not covered"])
+        return None
+    rec["result"] = "sat"
+    return text, verdict
+
+
 MAX_HINTED = 6    # problems whose trace-derived constraints are tried before the enumeration
 PER_HINT = 2      # assignments per cost level in the hint pass
 
@@ -149,23 +170,11 @@ def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_le
                     out_of_time = True
                     rec["result"] = "timeout"
                     break
-                text, ok = check_examples(p, vals)
-                if text is None or text in seen:
-                    continue
-                seen.add(text)
-                rec["checked"] += 1
-                if not ok:
-                    continue
-                rec["passed_examples"] += 1
-                verdict, cex = check_full(text)
-                if verdict is not None and not verdict.verified:
-                    rec.setdefault("gate_failed", []).append(
-                        sorted({f.code for f in verdict.failures})[:3] or ["not covered"])
-                if verdict is not None and verdict.verified:
-                    rec["result"] = "sat"
+                got = _attempt(p, vals, rec, check_examples, check_full, seen)
+                if got is not None:
                     rec["trace_constraints"] = len(p.hints.used)
                     tried.append(rec)
-                    return p, vals, text, verdict, "sat"
+                    return p, vals, got[0], got[1], "sat"
             rec["trace_constraints"] = len(p.hints.used)
             if rec["checked"] or rec["result"] != "unsat":
                 tried.append(rec)
@@ -185,22 +194,10 @@ def cegis(problems: list, check_examples, check_full, *, budget_s: float, max_le
                     out_of_time = True
                     rec["result"] = "timeout"
                     break
-                text, ok = check_examples(p, vals)
-                if text is None or text in seen:
-                    continue
-                seen.add(text)
-                rec["checked"] += 1
-                if not ok:
-                    continue
-                rec["passed_examples"] += 1
-                verdict, cex = check_full(text)
-                if verdict is not None and not verdict.verified:
-                    rec.setdefault("gate_failed", []).append(
-                        sorted({f.code for f in verdict.failures})[:3] or ["not covered"])
-                if verdict is not None and verdict.verified:
-                    rec["result"] = "sat"
+                got = _attempt(p, vals, rec, check_examples, check_full, seen)
+                if got is not None:
                     tried.append(rec)
-                    return p, vals, text, verdict, "sat"
+                    return p, vals, got[0], got[1], "sat"
                 # counter-example: the quick set grows, the assignment stays blocked
             else:
                 if p.status == "unknown":

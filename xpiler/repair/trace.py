@@ -2,8 +2,8 @@
 
 An instrumented copy of the candidate is built for the CPU emulator (the substrate the repair's
 filter already uses): after every statement that stores into an output — an assignment through
-a subscript or a dereference of the output parameter or of a pointer declared from it, or a BANG
-``__memcpy`` whose destination is one — a call records one event: the store's id, the element
+a subscript or a dereference of the output parameter or of a pointer declared from it, a BANG
+``__memcpy`` or an AVX/AVX-512 float store of a c output whose destination is one — a call records one event: the store's id, the element
 index written (the byte distance from the output parameter, in elements), how many elements (a
 copy's size), the value now at that element (a copy: its first element), and the values of the
 integer variables the store's address is computed from (its own leaves and, through locals
@@ -28,7 +28,7 @@ Two uses (xpiler/repair/__init__.py):
 
 What the trace cannot see: stores through pointers not declared from the output (a pointer
 passed to a helper function, an alias built by integer casts), stores inside called functions,
-vector-intrinsic writes (``__bang_*`` into GDRAM), and the contents of a copy past its first
+other vector-intrinsic writes (``__bang_*`` into GDRAM), and the contents of a copy past its first
 element; a store whose address reads memory (``out[idx[i]]``) gives no constraints (its leaves
 are not variables). Without events that name a store, localization falls back to the static
 slice, and says so.
