@@ -260,7 +260,7 @@ def _simt_apply(program, entry, **params):
                 extra.append("typedef _Float16 halfx4 __attribute__((ext_vector_type(4)));")
             # a hip 'half' (hip_fp16.h's __half) goes through float into _Float16: exact both ways
             via = "" if _half_spelling(U.kernel_func(program, entry), ct) == "_Float16" else "(float)"
-            return ST.rebuild(program, ct, ST.mfma_f16_body(ct, via), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
+            return ST.rebuild(program, ct, ST.mfma_body(ct, half=True, via=via), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
         prog = ST.rebuild(program, ct, ST.mfma_body(ct), extra)
         return prog, ST.launch(ct, "hip", 64, 1, 16, 16)
     extra = []

@@ -149,8 +149,11 @@ class _Planner:
             return "i" if v.op == "%" else "g"
         return None
 
-    def wave_uniform(self, name) -> bool:
-        if name not in self.varying:
+    def wave_uniform(self, name, width: int = 64) -> bool:
+        """Same value in every lane of a group of ``width`` consecutive threadIdx.x (a wave64, or a
+        warp with ``width=32``): uniform, or threadIdx.x only under a division by a multiple of
+        ``width``."""
+        if name not in self.varying or (name in self.decls and isinstance(self.decls[name].type, N.Array)):
             return True
         d = self.decls.get(name)
         if d is None or name in self.dup or name in self.assigned or d.init is None:
@@ -159,7 +162,7 @@ class _Planner:
         ok = [True]
 
         def fn(n, under=False):
-            if isinstance(n, N.BinOp) and n.op == "/" and _int(n.rhs) is not None and _int(n.rhs) % 64 == 0 \
+            if isinstance(n, N.BinOp) and n.op == "/" and _int(n.rhs) is not None and _int(n.rhs) % width == 0 \
                     and _int(n.rhs) > 0:
                 fn(n.lhs, True)
                 return

@@ -151,7 +151,7 @@ def _uniform_ptr(p: _Planner, ptr, ldm):
                 return "a fragment pointer reads threadIdx directly"
             if isinstance(n, (N.Call, N.Intrinsic, N.AssignExpr, N.Index)):
                 return "a fragment pointer is not plain pointer arithmetic"
-            if isinstance(n, N.Var) and not _warp_uniform(p, n.name):
+            if isinstance(n, N.Var) and not p.wave_uniform(n.name, WARP):
                 return f"fragment pointer variable '{n.name}' differs between the lanes of a warp"
     base = [n.name for n in walk(ptr) if isinstance(n, N.Var) and n.name in p.decls
             and isinstance(p.decls[n.name].type, N.Array)]
@@ -159,37 +159,6 @@ def _uniform_ptr(p: _Planner, ptr, ldm):
         if p.decls[a].scope != "shared":
             return f"a fragment is loaded from or stored to '{a}', not a __shared__ array"
     return None
-
-
-def _warp_uniform(p: _Planner, name) -> bool:
-    """Uniform, or threadIdx.x only under a division by a multiple of 32."""
-    if name not in p.varying or (name in p.decls and isinstance(p.decls[name].type, N.Array)):
-        return True
-    d = p.decls.get(name)
-    if d is None or name in p.dup or name in p.assigned or d.init is None:
-        return False
-    v = p.inline(d.init)
-    ok = [True]
-
-    def fn(n, under=False):
-        if isinstance(n, N.BinOp) and n.op == "/" and isinstance(n.rhs, N.Const) and isinstance(n.rhs.value, int) \
-                and n.rhs.value > 0 and n.rhs.value % WARP == 0:
-            fn(n.lhs, True)
-            return
-        if isinstance(n, N.Builtin) and n.name.startswith(("threadIdx", "__lane")) and not under:
-            ok[0] = False
-        if isinstance(n, N.Var) and n.name in p.varying:
-            ok[0] = False
-        for f in getattr(n, "__dataclass_fields__", {}):
-            x = getattr(n, f)
-            if isinstance(x, N.Expr):
-                fn(x, under)
-            elif isinstance(x, tuple):
-                for y in x:
-                    if isinstance(y, N.Expr):
-                        fn(y, under)
-    fn(v)
-    return ok[0]
 
 
 def _at(p, idx):

@@ -567,74 +567,51 @@ def launch_rowvec(ct: Contraction, dialect: str, T: int) -> dict:
     return out
 
 
-def mfma_body(ct: Contraction) -> str:
-    """hip float32: one wave64 per 16x16 tile of C, K in LDS slices of 16 (four 16x16x4 steps)."""
+def mfma_body(ct: Contraction, half: bool = False, via: str = "") -> str:
+    """hip: one wave64 per 16x16 tile of C, K in LDS slices of 16. float32: four 16x16x4 steps
+    per slice, lane l (i = l % 16, g = l / 16) supplying A[i][kk+g] / B[kk+g][i]. ``half`` (half x
+    half -> float): one ``__builtin_amdgcn_mfma_f32_16x16x16f16`` per slice, lane l supplying
+    a[e] = A[i][4g+e] and b[e] = B[4g+e][i] (the layout detensorize lowers); the slice's 16
+    products are added to the running float sum in ascending k, as the loop did. ``via`` is put
+    between ``(_Float16)`` and a half load (``(float)`` for hip's ``half``). Lane l holds
+    D[4g+e][i] in both."""
     E = Emit(ct, "hip")
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
-    L = ["__shared__ float xp_As[256];", "__shared__ float xp_Bs[256];",
+    tile = "_Float16" if half else "float"
+    L = [f"__shared__ {tile} xp_As[256];", f"__shared__ {tile} xp_Bs[256];",
          "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
          "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
     head = len(L)
+    if half:
+        la = f"(_Float16){via}{E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')}"
+        lb = f"(_Float16){via}{E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c')}"
+        zero = "(_Float16)0.0f"
+        step = ["    halfx4 xp_a;",
+                "    halfx4 xp_bv;",
+                "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+                "        xp_a[xp_e] = xp_As[xp_li * 16 + 4 * xp_g + xp_e];",
+                "        xp_bv[xp_e] = xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li];",
+                "    }",
+                "    xp_acc = __builtin_amdgcn_mfma_f32_16x16x16f16(xp_a, xp_bv, xp_acc, 0, 0, 0);"]
+    else:
+        la = E.op('A', E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c'))
+        lb = E.op('B', E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c'))
+        zero = "0.0f"
+        step = ["    for (int xp_kk = 0; xp_kk < 16; xp_kk += 4) {",
+                "        const float xp_a = xp_As[xp_li * 16 + xp_kk + xp_g];",
+                "        const float xp_bv = xp_Bs[(xp_kk + xp_g) * 16 + xp_li];",
+                "        xp_acc = __builtin_amdgcn_mfma_f32_16x16x4f32(xp_a, xp_bv, xp_acc, 0, 0, 0);",
+                "    }"]
     L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
           f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
           "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
           "        const int xp_r = xp_t / 16;",
           "        const int xp_c = xp_t % 16;",
-          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
-          f"{E.op('A', E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c'))} : 0.0f;",
-          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? "
-          f"{E.op('B', E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c'))} : 0.0f;",
+          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : {zero};",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : {zero};",
           "    }",
-          "    __syncthreads();",
-          "    for (int xp_kk = 0; xp_kk < 16; xp_kk += 4) {",
-          "        const float xp_a = xp_As[xp_li * 16 + xp_kk + xp_g];",
-          "        const float xp_bv = xp_Bs[(xp_kk + xp_g) * 16 + xp_li];",
-          "        xp_acc = __builtin_amdgcn_mfma_f32_16x16x4f32(xp_a, xp_bv, xp_acc, 0, 0, 0);",
-          "    }",
-          "    __syncthreads();",
-          "}",
-          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
-          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
-          "    const int xp_c = xp_col0 + xp_li;",
-          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
-          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_acc[xp_e];",
-          "    }",
-          "}"]
-    return _batched(ct, E, L, head)
-
-
-def mfma_f16_body(ct: Contraction, via: str = "") -> str:
-    """hip half x half -> float (gfx90a): one wave64 per 16x16 tile of C, K in LDS slices of 16,
-    one ``__builtin_amdgcn_mfma_f32_16x16x16f16`` per slice. Lane l (i = l % 16, g = l / 16)
-    supplies a[e] = A[i][4g+e] and b[e] = B[4g+e][i] of the slice and holds D[4g+e][i] (the
-    layout detensorize lowers, docs/passes/detensorize.md); each slice adds its 16 products to
-    the running float sum in ascending k, as the loop did."""
-    E = Emit(ct, "hip")
-    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
-    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
-    L = ["__shared__ _Float16 xp_As[256];", "__shared__ _Float16 xp_Bs[256];",
-         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
-         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
-    head = len(L)
-    L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
-          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
-          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
-          "        const int xp_r = xp_t / 16;",
-          "        const int xp_c = xp_t % 16;",
-          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? "
-          f"(_Float16){via}{E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')} : (_Float16)0.0f;",
-          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? "
-          f"(_Float16){via}{E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c')} : (_Float16)0.0f;",
-          "    }",
-          "    __syncthreads();",
-          "    halfx4 xp_a;",
-          "    halfx4 xp_bv;",
-          "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
-          "        xp_a[xp_e] = xp_As[xp_li * 16 + 4 * xp_g + xp_e];",
-          "        xp_bv[xp_e] = xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li];",
-          "    }",
-          "    xp_acc = __builtin_amdgcn_mfma_f32_16x16x16f16(xp_a, xp_bv, xp_acc, 0, 0, 0);",
+          "    __syncthreads();"] + step + [
           "    __syncthreads();",
           "}",
           "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
