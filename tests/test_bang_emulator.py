@@ -364,7 +364,8 @@ def test_error_names_the_source_line(work):
 def test_asan_catches_gdram_out_of_bounds_write(work):
     k = _kernels(work, "errors", sanitize=True)
     p = k.run({"x": f32(np.arange(64)), "out": (64,)}, {"which": 9}, expect_rc=98)
-    assert "AddressSanitizer" in p.stderr and "heap-buffer-overflow" in p.stderr
+    # a write just past an array lands in its guard zone (xp_job.h), which ASan reports as poisoned
+    assert "AddressSanitizer" in p.stderr and ("heap-buffer-overflow" in p.stderr or "use-after-poison" in p.stderr)
     ok = k.run({"x": f32(np.arange(64)), "out": (64,)}, {"which": 0})["out"]   # the valid path is clean
     np.testing.assert_array_equal(ok, np.arange(64))
 
