@@ -2,7 +2,8 @@
 the analytical cost model (xpiler/schedule/cost.py), always labelled with which one it is.
 
 - c: built natively (no AddressSanitizer) and timed inside the harness (3 warm-up calls, then the
-  median of ``repeats`` calls) on the spec's largest instance. That is a real CPU timing when the
+  median of ``repeats`` calls) on the spec's largest instance, with OpenMP on
+  ``XPILER_TIMING_THREADS`` threads (default 1), bound to their places (:func:`timing_env`). That is a real CPU timing when the
   kernel runs natively here: always on a CPU with AVX-512 VNNI; on another x86-64 CPU only when
   the kernel uses no AVX-512/VNNI/AMX intrinsic (those run through SIMD Everywhere's portable code
   there, which is an emulation, so such a kernel gets the cost model instead).
@@ -11,6 +12,10 @@ the analytical cost model (xpiler/schedule/cost.py), always labelled with which 
 
 A measured latency is labelled ``hw:…``; a modelled one ``model:analytic``. The two are never
 compared with each other: one search uses one source for all its candidates (:func:`source_for`).
+
+Timed runs of one process take turns (a lock), and those of several processes too when
+``XPILER_TIMING_LOCK`` names a lock file: the search's pool builds and tests other candidates at
+the same time, and two timed runs side by side would time each other.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 #: intrinsics that only a CPU with AVX-512 (VNNI, AMX) runs natively
@@ -63,21 +69,44 @@ def timing_instance(spec, sizes: dict | None = None):
     return spec.instance_with("tune", {**big.sizes, **sizes})
 
 
+#: timed runs of this process one at a time (the local pool's threads time candidates too)
+_IN_PROCESS = threading.Lock()
+
+
 @contextlib.contextmanager
 def _timing_lock():
-    """Timed runs one at a time when ``XPILER_TIMING_LOCK`` names a lock file (several tuning
-    processes sharing one GPU or CPU would otherwise time each other's load)."""
-    path = os.environ.get("XPILER_TIMING_LOCK")
-    if not path:
-        yield
-        return
-    import fcntl
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
+    """Timed runs one at a time: always within this process, and across processes when
+    ``XPILER_TIMING_LOCK`` names a lock file (several tuning processes, or Dask workers, sharing one
+    GPU or CPU would otherwise time each other's load)."""
+    with _IN_PROCESS:
+        path = os.environ.get("XPILER_TIMING_LOCK")
+        if not path:
             yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            return
+        import fcntl
+        with open(path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def timing_threads() -> int:
+    """OpenMP threads of a timed c run: ``XPILER_TIMING_THREADS``, default 1 (docs/decisions.md,
+    2026-12-05: with more threads than idle cores, a run measures the scheduler at its barriers)."""
+    try:
+        return max(1, int(os.environ.get("XPILER_TIMING_THREADS", "1")))
+    except ValueError:
+        return 1
+
+
+def timing_env(dialect: str) -> dict | None:
+    """Environment of a timed run: for c, OpenMP on :func:`timing_threads` threads bound to their
+    places (``OMP_PROC_BIND``), so that a thread is not moved between cores while timed."""
+    if dialect != "c":
+        return None
+    return {"OMP_NUM_THREADS": str(timing_threads()), "OMP_PROC_BIND": "true"}
 
 
 def measure_kernel(kernel: Path, spec, *, repeats: int = 7, timeout_s: float = 60.0,
@@ -99,7 +128,7 @@ def measure_kernel(kernel: Path, spec, *, repeats: int = 7, timeout_s: float = 6
         job = work / "job"
         write_job(job, inst, make_inputs(inst, 0))
         with _timing_lock():
-            oc = run_limited([str(exe), str(job)], timeout_s=timeout_s, mem_mb=None)
+            oc = run_limited([str(exe), str(job)], timeout_s=timeout_s, mem_mb=None, env=timing_env(spec.dialect))
         m = re.search(r"xpiler-time-ms: ([0-9.eE+-]+)", oc.stdout or "")
         if not oc.ok or not m:
             return None, f"the timed run failed ({oc.reason})"
