@@ -2695,11 +2695,15 @@ class _Normalizer:
 
 def _unstage_all(fn, program):
     """Un-staging before a collapse: shared-memory staging phases of read-only global slices
-    (``passes/unshare.py``), then element-wise work staged through private buffers
-    (``passes/decache.py``). (new function, the notes of decache)."""
+    (``passes/unshare.py``), then banded row work summed from NRAM-staged rows
+    (``passes/unband.py``), then element-wise work staged through private buffers
+    (``passes/decache.py``). (new function, the notes of decache and unband)."""
     from .decache import unstage as _unstage
+    from .unband import unband as _unband
     from .unshare import unshare as _unshare
-    return _unstage(_unshare(fn, program)[0], program)
+    fn, band_note = _unband(_unshare(fn, program)[0], program)
+    fn, notes = _unstage(fn, program)
+    return fn, list(notes) + ([band_note] if band_note else [])
 
 
 def _normalize(fn, levels, program, unstage: bool = True):

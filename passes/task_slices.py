@@ -284,6 +284,12 @@ class _Collapse:
                     raise Refused(f"the element index {_show(n.index)} is not the slice base plus the lane")
                 out = _expr_of(self.poly, base)
                 return N.Const(0, "int32", "0") if out is None else out
+        if len(lanes_vars) == 1:
+            # an element loop whose counter is only read through values computed from it (the
+            # rows of an un-banded task: n = row / Cout, co = row % Cout): its elements are the
+            # counter's values, P = 0; the tiling proof and the conversion of every use below
+            # do not depend on how P was chosen
+            return N.Const(0, "int32", "0")
         raise Refused("no element index in the work")
 
     def _conv(self, e):
