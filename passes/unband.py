@@ -125,9 +125,15 @@ def _mul(a, b):
     return N.BinOp("*", a, b)
 
 
+def _f32(t) -> bool:
+    return isinstance(t, N.Scalar) and t.dtype == "float32" or \
+        isinstance(t, N.Pointer) and isinstance(t.elem, N.Scalar) and t.elem.dtype == "float32"
+
+
 def _strip(e):
-    """``e`` without value casts to float types (``(float)x``) or int casts of int values."""
-    while isinstance(e, N.Cast):
+    """``e`` without casts to ``float`` or ``float *`` (no-ops on the float values and arrays
+    this step accepts; any other cast stays, and the match then refuses)."""
+    while isinstance(e, N.Cast) and _f32(e.type):
         e = e.expr
     return e
 
