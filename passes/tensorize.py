@@ -217,6 +217,12 @@ def _simt_plan(program, entry, target=None, ops=None, **_):
         if dts["A"] == dts["B"] == "float16" and ct.acc_dtype == dts["C"] == "float32" and \
                 _half_spelling(func, ct) in ("_Float16", "half", "__half"):
             instr = "__builtin_amdgcn_mfma_f32_16x16x16f16"     # half inputs widened, float sums
+        elif dts["A"] in ("int8", "uint8") and dts["B"] == "int8" and dts["C"] == "int32" and \
+                ct.acc_dtype in ("int32", "uint32"):
+            instr = "__builtin_amdgcn_mfma_i32_16x16x16i8"      # int32 sums (uint8 A: offset by 128)
+            if not all(_int_widen(op, ld) for op in (ct.op_a, ct.op_b)):
+                raise PassError(NAME, "the 8-bit product operands are not loads widened to int32", ct.root,
+                                "XP4002")
         elif dts["A"] != "float32" or dts["B"] != "float32" or ct.acc_dtype != "float32" or dts["C"] != "float32":
             raise PassError(NAME, f"matmul over {dts['A']} x {dts['B']} -> {dts['C']}: only float32 maps to "
                                   f"{instr} here", ct.root, "XP4002")
@@ -235,6 +241,16 @@ def _simt_plan(program, entry, target=None, ops=None, **_):
     if ops and instr not in ops:
         raise PassError(NAME, f"{instr} not among the requested ops", ct.root, "XP4002")
     return ct, instr
+
+
+def _int_widen(op, ld) -> bool:
+    """The load itself or the load converted to a 32/64-bit integer (value-preserving for 8-bit
+    elements)."""
+    while isinstance(op, N.Cast):
+        if not (isinstance(op.type, N.Scalar) and op.type.dtype in ("int32", "uint32", "int64")):
+            return False
+        op = op.expr
+    return op == ld
 
 
 def _half_spelling(func, ct):
@@ -261,6 +277,11 @@ def _simt_apply(program, entry, **params):
             # a hip 'half' (hip_fp16.h's __half) goes through float into _Float16: exact both ways
             via = "" if _half_spelling(U.kernel_func(program, entry), ct) == "_Float16" else "(float)"
             return ST.rebuild(program, ct, ST.mfma_body(ct, half=True, via=via), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
+        if instr.endswith("16x16x16i8"):
+            if not any(isinstance(it, N.Typedef) and it.name == "intx4" for it in program.items):
+                extra = [t for t in extra if "floatx4" not in t] + \
+                    ["typedef int intx4 __attribute__((ext_vector_type(4)));"]
+            return ST.rebuild(program, ct, ST.mfma_body(ct, int8=True), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
         prog = ST.rebuild(program, ct, ST.mfma_body(ct), extra)
         return prog, ST.launch(ct, "hip", 64, 1, 16, 16)
     extra = []

@@ -23,6 +23,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk, rewrite
 
+from . import chunk_tail, x86_dot_sum as dot_sum
 from .common import (FLOAT, INT, add, assign, b, block, c, cast, cf, cond, decl, ix, loop, mul, ptr,
                      scalar)
 
@@ -66,12 +67,16 @@ KIND_OF_SFX = {"ps": "f32", "pd": "f64", "epi32": "i32", "si512": "i32", "epi8":
 def first_lanes(e):
     """k when mask expression ``e`` is ``(1 << k) - 1`` (through integer casts): the mask of the
     first k lanes, whose bit l is ``l < k`` (k from 0 to the shift's width minus one, the range
-    where the C shift is defined)."""
+    where the C shift is defined); also ``k ? (1 << k) - 1 : 0``, the same mask for every such k."""
     def strip(x):
         while isinstance(x, N.Cast) and isinstance(x.type, N.Scalar) and x.type.dtype.startswith(("int", "uint")):
             x = x.expr
         return x
     e = strip(e)
+    if isinstance(e, N.Cond) and isinstance(strip(e.else_), N.Const) and strip(e.else_).value == 0:
+        # ``k ? (1 << k) - 1 : 0`` (a tail mask guarded against k == 0): the first k lanes as well
+        k = first_lanes(e.then)
+        return k if k is not None and strip(k) == strip(e.cond) else None
     if isinstance(e, N.BinOp) and e.op == "-" and isinstance(e.rhs, N.Const) and e.rhs.value == 1:
         sh = strip(e.lhs)
         if isinstance(sh, N.BinOp) and sh.op == "<<" and isinstance(sh.lhs, N.Const) and sh.lhs.value == 1:
@@ -88,6 +93,8 @@ class X86:
         self.known_math = {}            # helper function -> scalar math function it computes
         self.splats = {}                # vector constant held as one scalar -> kind (plan_scalars)
         self.accs = {}                  # vector sum accumulator held as one scalar -> kind
+        self.dots = set()               # VNNI accumulators only summed: one uint32_t (x86_dot_sum)
+        self.fwd = {}                   # their byte-load operands read in place (x86_dot_sum.plan)
         self.masks = set()              # __mmaskN variables (their unused declarations are dropped)
 
     # ------------------------------------------------------------------ scalar vectors
@@ -102,7 +109,9 @@ class X86:
           of a ``_mm512_add_ps`` tree under ``_mm512_reduce_add_ps`` whose leaves are all such
           accumulators: only the total of its lanes is ever observed, so one float ``a`` with
           ``a += X[l]`` for each lane holds that total (the float additions regrouped: a sum
-          reduction, docs/decisions.md)."""
+          reduction, docs/decisions.md);
+        * a VNNI accumulator only summed (``lowering/x86_dot_sum.py``): one ``uint32_t``, with its
+          byte-load operands read in place (``self.dots``, ``self.fwd``)."""
         decls, dup = {}, set()
         for n in walk(body):
             if isinstance(n, N.Decl):
@@ -128,6 +137,7 @@ class X86:
                 self.splats[name] = k
             elif zero and k == "f32":
                 self.accs[name] = k
+        self.dots, self.fwd = dot_sum.plan(body, decls, dup, uses)
         # accumulators: every use accounted for (fixpoint: a reduce tree with a non-accumulator
         # leaf disqualifies all of its leaves)
         while True:
@@ -269,7 +279,7 @@ class X86:
         if isinstance(e, N.Var):
             if e.name not in self.vars:
                 self.refuse(f"'{e.name}' is not a vector variable")
-            if e.name in self.accs:
+            if e.name in self.accs or e.name in self.dots:
                 self.refuse(f"accumulator '{e.name}' read lane by lane")
             if e.name in self.splats:
                 if view == self.vars[e.name]:
@@ -486,6 +496,8 @@ class X86:
     def scalar_of(self, e, pre):
         name = _name(e)
         a = e.args
+        if name == "_mm512_reduce_add_epi32" and len(a) == 1 and isinstance(a[0], N.Var) and a[0].name in self.dots:
+            return cast(I32, N.Var(a[0].name))       # the uint32_t total, modulo 2^32 as the lanes' sum
         if name == "_mm512_reduce_add_ps" and len(a) == 1:
             leaves = self._add_leaves(a[0])
             if leaves is not None and leaves and all(x in self.accs for x in leaves):
@@ -519,6 +531,15 @@ class X86:
     # ------------------------------------------------------------------ statements
     def lower_stmt(self, s, out):
         """Append the lowering of simple statement ``s`` to ``out``."""
+        if isinstance(s, N.Decl) and id(s) in self.fwd:
+            return                              # read in place by its one update (x86_dot_sum)
+        if isinstance(s, N.Decl) and s.name in self.dots:
+            self.vars[s.name] = "i32"
+            out.append(N.Decl(s.name, U32, N.Const(0, "uint32", "0u"), loc=s.loc))
+            return
+        if isinstance(s, N.Assign) and isinstance(s.target, N.Var) and s.target.name in self.dots:
+            dot_sum.lower_update(self, s, out)
+            return
         # horizontal reductions are scalars: compute them first, wherever they sit
         s = rewrite(s, lambda n: self.scalar_of(n, out) if (_name(n) or "").startswith("_mm512_reduce_") else n)
         if isinstance(s, N.Decl):
@@ -850,6 +871,7 @@ def lower_program(program: N.Program, names, Ctx) -> N.Program:
                 body = _drop_unused(body, x.masks)
                 from .step_loops import normalize
                 body = normalize(body, ctx.env, names)
+                body = chunk_tail.join(it, body, names)
             it = it.with_(params=tuple(params), ret=ret, body=body)
         items.append(it)
     return program.with_(items=tuple(items))

@@ -144,6 +144,14 @@ def _accumulate(st, target_ok):
     return None
 
 
+def _wrapped_store(e, acc, acc_dtype):
+    """``(int32_t)acc`` with a ``uint32_t`` accumulator: an integer sum kept unsigned so that its
+    wrap-around is defined (``lowering/x86_dot_sum.py``), stored into int32. The kernels store
+    ``acc`` itself into the int32 element, the same conversion (modulo 2^32)."""
+    return isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype == "int32" \
+        and isinstance(e.expr, N.Var) and e.expr.name == acc and acc_dtype == "uint32"
+
+
 def _is_zero(e):
     while isinstance(e, N.Cast):
         e = e.expr
@@ -257,6 +265,8 @@ def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contractio
         prod = _accumulate(kb[0], lambda t: isinstance(t, N.Var) and t.name == acc) if len(kb) == 1 else None
         if prod is None:
             raise NotMatmul("the k loop is not 'acc += x * y'", kloop)
+        if isinstance(store, N.Assign) and _wrapped_store(store.value, acc, acc_dtype):
+            store = store.with_(value=store.value.expr)
         if not (isinstance(store, N.Assign) and store.op == "=" and isinstance(store.target, N.Index)
                 and isinstance(store.value, N.Var) and store.value.name == acc):
             raise NotMatmul("the result is not stored as C[...] = acc", store)
@@ -435,7 +445,7 @@ def _txt(e) -> str:
 
 # ------------------------------------------------------------------------------ text emission
 CTYPE = {"float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16", "int32": "int", "int8": "int8_t",
-         "uint8": "uint8_t", "int16": "short", "float64": "double"}
+         "uint8": "uint8_t", "int16": "short", "float64": "double", "uint32": "unsigned int"}
 
 
 class Emit:
@@ -567,14 +577,20 @@ def launch_rowvec(ct: Contraction, dialect: str, T: int) -> dict:
     return out
 
 
-def mfma_body(ct: Contraction, half: bool = False, via: str = "") -> str:
+def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = False) -> str:
     """hip: one wave64 per 16x16 tile of C, K in LDS slices of 16. float32: four 16x16x4 steps
     per slice, lane l (i = l % 16, g = l / 16) supplying A[i][kk+g] / B[kk+g][i]. ``half`` (half x
     half -> float): one ``__builtin_amdgcn_mfma_f32_16x16x16f16`` per slice, lane l supplying
     a[e] = A[i][4g+e] and b[e] = B[4g+e][i] (the layout detensorize lowers); the slice's 16
     products are added to the running float sum in ascending k, as the loop did. ``via`` is put
     between ``(_Float16)`` and a half load (``(float)`` for hip's ``half``). Lane l holds
-    D[4g+e][i] in both."""
+    D[4g+e][i] in both. ``int8`` (8-bit A, int8 B, int32 C): one
+    ``__builtin_amdgcn_mfma_i32_16x16x16i8`` per slice with the f16 layout, four bytes packed in an
+    int; the instruction multiplies signed bytes, so a uint8 A is staged as ``a - 128`` and
+    ``128 * sum_k B[k][i]`` (each lane sums its column of the staged B slices) is added back when
+    storing: ``sum (a - 128) b + 128 sum b = sum a b``, exactly, in int32 sums modulo 2^32."""
+    if int8:
+        return _mfma_i8_body(ct)
     E = Emit(ct, "hip")
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
@@ -619,6 +635,51 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "") -> str:
           "    const int xp_c = xp_col0 + xp_li;",
           f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
           f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_acc[xp_e];",
+          "    }",
+          "}"]
+    return _batched(ct, E, L, head)
+
+
+def _mfma_i8_body(ct: Contraction) -> str:
+    E = Emit(ct, "hip")
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    unsigned_a = ct.dtypes["A"] == "uint8"
+    L = ["__shared__ int8_t xp_As[256];", "__shared__ int8_t xp_Bs[256];",
+         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
+         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+    head = len(L)
+    la = E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')
+    la = f"(int8_t)((int){la} - 128)" if unsigned_a else la
+    lb = E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c')
+    L += ["intx4 xp_acc = {0, 0, 0, 0};"] + (["unsigned xp_cs = 0u;"] if unsigned_a else []) + [
+          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
+          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
+          "        const int xp_r = xp_t / 16;",
+          "        const int xp_c = xp_t % 16;",
+          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : (int8_t)0;",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : (int8_t)0;",
+          "    }",
+          "    __syncthreads();",
+          "    unsigned xp_a = 0u;",
+          "    unsigned xp_bv = 0u;",
+          "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+          "        xp_a |= (unsigned)(uint8_t)xp_As[xp_li * 16 + 4 * xp_g + xp_e] << (8 * xp_e);",
+          "        xp_bv |= (unsigned)(uint8_t)xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li] << (8 * xp_e);",
+          "    }",
+          "    xp_acc = __builtin_amdgcn_mfma_i32_16x16x16i8((int)xp_a, (int)xp_bv, xp_acc, 0, 0, 0);"]
+    if unsigned_a:
+        L += ["    for (int xp_kk = 0; xp_kk < 16; ++xp_kk) {",
+              "        xp_cs += (unsigned)xp_Bs[xp_kk * 16 + xp_li];",
+              "    }"]
+    val = "(int)((unsigned)xp_acc[xp_e] + 128u * xp_cs)" if unsigned_a else "xp_acc[xp_e]"
+    L += ["    __syncthreads();",
+          "}",
+          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
+          "    const int xp_c = xp_col0 + xp_li;",
+          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
+          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = {val};",
           "    }",
           "}"]
     return _batched(ct, E, L, head)

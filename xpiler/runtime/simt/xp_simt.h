@@ -1571,6 +1571,7 @@ inline void mma_sync(fragment<accumulator, M, N, K, TD, void> &d, const fragment
  * AMD MFMA builtins (gfx90a register layouts, wave64).  i = lane % 16, g = lane / 16.
  *   16x16x4f32:  lane supplies a = A[i][g], b = B[g][i]; holds D[4g+e][i] in element e.
  *   16x16x16f16: lane supplies a[e] = A[i][4g+e], b[e] = B[4g+e][i]; D as above.
+ *   16x16x16i8:  the same with four signed bytes packed in an int; int32 D.
  * ---------------------------------------------------------------------------------------- */
 typedef float xps_floatx4 __attribute__((vector_size(16)));
 typedef _Float16 xps_halfx4 __attribute__((vector_size(8)));
@@ -1631,6 +1632,34 @@ inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x16f16(xps_halfx4 a, xps_halfx
       s += (float)av * (float)bv;
     }
     d[e] = s;
+  }
+  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
+  return d;
+}
+
+/* 16x16x16i8: lane supplies the four signed bytes a = A[i][4g..4g+3], b = B[4g..4g+3][i] packed
+ * in one int (byte e = element e); int32 sums, added in uint32 so that they wrap modulo 2^32. */
+typedef int xps_intx4 __attribute__((vector_size(16)));
+inline xps_intx4 __builtin_amdgcn_mfma_i32_16x16x16i8(int a, int b, xps_intx4 c, int cbsz, int abid, int blgp, XPS_SITE) {
+  const char *what = "__builtin_amdgcn_mfma_i32_16x16x16i8";
+  ::xps::mfma_check(what, cbsz, abid, blgp, XPS_SITE_FWD);
+  ::xps::Fiber *me = ::xps::g.cur;
+  ::xps::Warp &w = ::xps::g.warps[me->warp];
+  memcpy(w.slot[me->lane], &a, 4);
+  memcpy(w.slot[me->lane] + 4, &b, 4);
+  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
+  unsigned i = me->lane % 16, gq = me->lane / 16;
+  xps_intx4 d;
+  for (int e = 0; e < 4; ++e) {
+    unsigned row = 4 * gq + e;
+    unsigned s = (unsigned)c[e];
+    for (unsigned k = 0; k < 16; ++k) {
+      signed char av, bv;
+      memcpy(&av, w.slot[(k / 4) * 16 + row] + (k % 4), 1);       /* A[row][k] */
+      memcpy(&bv, w.slot[(k / 4) * 16 + i] + 4 + (k % 4), 1);     /* B[k][i]   */
+      s += (unsigned)((int)av * (int)bv);
+    }
+    d[e] = (int)s;
   }
   ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
   return d;
