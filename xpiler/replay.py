@@ -110,7 +110,7 @@ def _locate(rec: dict, log_dir: Path) -> Path | None:
 def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path | None = None,
            output: str | Path | None = None) -> ReplayResult:
     from .frontend import parse_file
-    from .migration.driver import _instance_params, _launch_to_params, _launch_to_spec
+    from .migration.driver import _instance_params, _launch_to_params, _launch_to_spec, _preconditions_to_params
     from .printers import print_program
 
     log_path = Path(log_path)
@@ -185,7 +185,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                       detail=f"its entry '{spec.entry}' is not a function of {src}") from None
     cur_text = print_program(prog, prog.dialect)
     from .schedule.step import StepContext, apply_program
-    step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params))
+    step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params),
+                           _preconditions_to_params(kspec, params))
 
     # 3. re-apply every applied step -------------------------------------------------------------
     res = ReplayResult(False, 0, None)

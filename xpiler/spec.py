@@ -37,7 +37,7 @@ SHARED_BYTES_MAX = {"cuda": 232448, "hip": 65536}   # 227 KiB per block (H100/H2
 BANG_TASKS_MAX = 65536
 
 _TOP_KEYS = {"entry", "dialect", "sizes", "shapes", "launch", "args", "reference", "tolerance", "name", "description",
-             "notes", "variant", "op", "test"}
+             "notes", "variant", "op", "test", "preconditions"}
 _TEST_KEYS = {"derive_boundaries", "constraints"}   # [test]: docs/spec.md, xpiler/verify/boundaries.py
 _ARG_KEYS = {"name", "dtype", "shape", "role", "value", "range", "integral", "permutation_axis", "in_reference",
              "description"}
@@ -112,6 +112,9 @@ class Spec:
     raw: dict[str, Any] = field(default_factory=dict)
     text: str = ""
     test: dict[str, Any] = field(default_factory=dict)   # [test]: derive_boundaries, constraints
+    #: [preconditions]: scalar argument name -> ((op, integer), ...), e.g. {"stride": ((">=", 1),)};
+    #: what every call of the kernel satisfies (docs/spec.md, "Preconditions")
+    preconditions: dict[str, tuple] = field(default_factory=dict)
 
     # -- queries -------------------------------------------------------------------------------
     def arg(self, name: str) -> ArgSpec:
@@ -160,14 +163,32 @@ class Spec:
                     return False
             except ExprError:
                 return False
-        return True
+        return not self.precondition_failures(sizes)
+
+    def precondition_failures(self, sizes: dict[str, int]) -> list[str]:
+        """The ``[preconditions]`` that a size binding breaks ("stride = 0, not >= 1"); a scalar
+        whose value cannot be evaluated breaks them all."""
+        out = []
+        for name, conds in self.preconditions.items():
+            try:
+                v = evaluate(self.arg(name).value, sizes)
+            except (ExprError, KeyError):
+                v = None
+            for op, k in conds:
+                try:
+                    kv = k if isinstance(k, int) else evaluate(self.arg(k).value, sizes)
+                except (ExprError, KeyError):
+                    kv = None
+                if v is None or kv is None or not _CMP_FN[op](v, kv):
+                    out.append(f"{name} = {v}, not {op} {k}" + ("" if isinstance(k, int) else f" = {kv}"))
+        return out
 
     def with_dialect(self, dialect: str, entry: str | None = None, launch: dict | None = None) -> "Spec":
         """A copy for another dialect (used by migration to write the output's spec)."""
         return Spec(path=None, entry=entry or self.entry, dialect=dialect, args=list(self.args),
                     sizes=dict(self.sizes), shapes=[dict(s) for s in self.shapes],
                     launch=dict(launch or {}), reference=self.reference, tolerance=dict(self.tolerance),
-                    raw=dict(self.raw), test=dict(self.test))
+                    raw=dict(self.raw), test=dict(self.test), preconditions=dict(self.preconditions))
 
     # -- internals -----------------------------------------------------------------------------
     def _instance(self, name: str, sizes: dict[str, int]) -> Instance:
@@ -228,6 +249,10 @@ class Spec:
                     return None
                 out.append(r)
             return tuple(out)
+
+        for why in self.precondition_failures(sizes):
+            errors.append(XPError("XP4291", file=f, line=_find_line(self.text, why.split(" ")[0], "preconditions"),
+                                  instance=name, detail=why))
 
         grid, block, dim = dims3("grid"), dims3("block"), dims3("dim")
         shared = 0
@@ -559,11 +584,13 @@ def parse_spec(text: str, path: Path | None = None) -> Spec:
         else:
             tolerance[k] = float(v)
     test = _parse_test_table(raw.get("test"), text, f, sizes, errors)
+    preconditions = _parse_preconditions(raw.get("preconditions"), text, f, args, errors)
 
     if errors:
         raise XPErrors(errors)
     spec = Spec(path=path, entry=entry, dialect=dialect, args=args, sizes=sizes, shapes=list(shapes),
-                launch=dict(launch), reference=reference, tolerance=tolerance, raw=raw, text=text, test=test)
+                launch=dict(launch), reference=reference, tolerance=tolerance, raw=raw, text=text, test=test,
+                preconditions=preconditions)
     spec.instances()  # evaluate every instance now so bad expressions surface at load time
     return spec
 
@@ -581,6 +608,57 @@ def _constraint_holds(c: str, sizes: dict[str, int]) -> bool:
     cmp = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b,
            ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
     return all(cmp[o](a, b) for o, a, b in zip(ops, vals, vals[1:]))
+
+
+_CMP_FN = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b,
+           ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
+_PRECONDITION = re.compile(r"\s*(==|!=|<=|>=|<|>)\s*([+-]?\d+|[A-Za-z_]\w*)\s*")
+
+
+def _parse_preconditions(t, text: str, f: str, args: list, errors: list) -> dict[str, tuple]:
+    """``[preconditions]``: ``stride = ">= 1"``, ``H = ">= KH"`` or ``stride = [">= 1", "<= 8"]``:
+    the integer scalar argument compared with an integer or with another integer scalar argument;
+    every call of the kernel satisfies it, so the passes' proofs may assume it (XP4290 for a bad
+    entry)."""
+    if t is None:
+        return {}
+    line0 = _table_line(text, "preconditions")
+    if not isinstance(t, dict):
+        errors.append(XPError("XP4290", key="[preconditions]", detail="must be a table", file=f, line=line0))
+        return {}
+    scalars = {a.name: a for a in args if a.role == "scalar"}
+    out: dict[str, tuple] = {}
+    for name, v in t.items():
+        line = _find_line(text, name, "preconditions") or line0
+        a = scalars.get(name)
+        if a is None:
+            errors.append(XPError("XP4290", key=name, detail="not a scalar argument of the spec", file=f, line=line))
+            continue
+        if a.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+            errors.append(XPError("XP4290", key=name, detail=f"an integer scalar is required, not {a.dtype}",
+                                  file=f, line=line))
+            continue
+        items = v if isinstance(v, list) else [v]
+        conds = []
+        for c in items:
+            m = _PRECONDITION.fullmatch(c) if isinstance(c, str) else None
+            if m is None:
+                errors.append(XPError("XP4290", key=name, detail=f"{c!r} is not 'OP INTEGER' or 'OP SCALAR' "
+                                      "(OP one of == != < <= > >=)", file=f, line=line))
+                continue
+            rhs = m.group(2)
+            if not re.fullmatch(r"[+-]?\d+", rhs):
+                b = scalars.get(rhs)
+                if b is None or b.dtype not in ("int8", "uint8", "int16", "int32", "int64"):
+                    errors.append(XPError("XP4290", key=name, detail=f"'{rhs}' in {c!r} is not an integer scalar "
+                                          "argument of the spec", file=f, line=line))
+                    continue
+                conds.append((m.group(1), rhs))
+            else:
+                conds.append((m.group(1), int(rhs)))
+        if conds and len(conds) == len(items):
+            out[name] = tuple(conds)
+    return out
 
 
 def _parse_test_table(t, text: str, f: str, sizes: dict[str, int], errors: list) -> dict[str, Any]:
@@ -676,4 +754,8 @@ def spec_to_toml(spec: Spec) -> str:
         lines += ["", "[tolerance]"] + [f"{k} = {v!r}" for k, v in spec.tolerance.items()]
     if spec.test:
         lines += ["", "[test]"] + [f"{k} = {q(v)}" for k, v in spec.test.items()]
+    if spec.preconditions:
+        lines += ["", "[preconditions]"] + [
+            f"{k} = {q([f'{op} {n}' for op, n in v]) if len(v) > 1 else q(f'{v[0][0]} {v[0][1]}')}"
+            for k, v in spec.preconditions.items()]
     return "\n".join(lines) + "\n"

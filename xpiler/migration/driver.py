@@ -158,6 +158,15 @@ def _instance_params(spec: Spec, func_params: list[str]) -> list[dict]:
     return out
 
 
+def _preconditions_to_params(spec: Spec, func_params: list[str]) -> tuple:
+    """The spec's ``[preconditions]`` as ``(kernel parameter, op, integer or kernel parameter)``
+    triples (each parameter in its spec argument's place in the signature)."""
+    where = {a.name: pname for a, pname in zip(spec.args, func_params)}
+    return tuple((where[name], op, k if isinstance(k, int) else where[k])
+                 for name, conds in spec.preconditions.items() if name in where
+                 for op, k in conds if isinstance(k, int) or k in where)
+
+
 #: passes that carry a program to another dialect: their refusal is why a migration stopped short
 _DIALECT_MOVERS = ("binding", "loop_recovery", "detensorize")
 
@@ -649,7 +658,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
 
     # what loop recovery (the source launch over the kernel's parameter names) and binding (the
     # sizes the migration is verified on) take from the migration; replay builds the same context
-    step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params))
+    step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params),
+                           _preconditions_to_params(kspec, params))
 
     def run_symbolic(k, pname, pparams, cur: Stage):
         return apply_step(Step(pname, pparams), cur, step_ctx)

@@ -47,15 +47,19 @@ class Step:
 @dataclass
 class StepContext:
     """Facts of the migration that some passes need: ``launch`` (the source launch over the
-    kernel's parameter names, for loop recovery) and ``instances`` (the integer scalars of each
-    spec instance, for binding)."""
+    kernel's parameter names, for loop recovery), ``instances`` (the integer scalars of each
+    spec instance, for binding) and ``assume`` (the spec's ``[preconditions]`` over the kernel's
+    parameter names, ``(name, op, integer)`` triples, for loop recovery's proofs)."""
     launch: dict = field(default_factory=dict)
     instances: list = field(default_factory=list)
+    assume: tuple = ()
 
     def call_params(self, pass_name: str, params: dict) -> dict:
         call = dict(params)
         if pass_name == "loop_recovery":
             call.setdefault("launch", self.launch)
+            if self.assume:
+                call.setdefault("assume", tuple(self.assume))
         if pass_name == "binding":
             call.setdefault("instances", self.instances)
         return call
