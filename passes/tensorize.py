@@ -228,6 +228,11 @@ def _simt_plan(program, entry, target=None, ops=None, **_):
                                   f"{instr} here", ct.root, "XP4002")
         if not plain:
             raise PassError(NAME, "the product operands are not plain loads", ct.root, "XP4002")
+    elif dts["A"] in ("int8", "uint8") and dts["B"] == "int8" and dts["C"] == "int32" and \
+            ct.acc_dtype in ("int32", "uint32"):
+        instr = "__dp4a"                 # cuda: four byte products per step (uint8 A: offset by 128)
+        if not all(_int_widen(op, ld) for op in (ct.op_a, ct.op_b)):
+            raise PassError(NAME, "the 8-bit product operands are not loads widened to int32", ct.root, "XP4002")
     else:
         instr = "wmma::mma_sync"
         if dts["A"] == "float32" or dts["B"] == "float32":
@@ -284,6 +289,8 @@ def _simt_apply(program, entry, **params):
             return ST.rebuild(program, ct, ST.mfma_body(ct, int8=True), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
         prog = ST.rebuild(program, ct, ST.mfma_body(ct), extra)
         return prog, ST.launch(ct, "hip", 64, 1, 16, 16)
+    if instr == "__dp4a":
+        return ST.rebuild(program, ct, ST.tiled_body(ct, "cuda", 16, dp4a=True)), ST.launch(ct, "cuda", 16, 16, 16, 16)
     extra = []
     if not any("mma.h" in t for t in texts):
         extra.append("#include <mma.h>")

@@ -1,8 +1,9 @@
 """conv2d_nhwc_vnni.c to cuda / hip (issue 15): detensorize keeps a VNNI accumulator that is only
 summed as one uint32_t (passes/lowering/x86_dot_sum.py), joins the 64-byte chunk loop with its
-masked tail (passes/lowering/chunk_tail.py), so the cache pass reads the plain contraction; hip's
-tensorize maps the 8-bit contraction to __builtin_amdgcn_mfma_i32_16x16x16i8 (uint8 A offset by
-128, the column sums of B added back). Each form verifies exactly (int32)."""
+masked tail (passes/lowering/chunk_tail.py), so the cache pass reads the plain contraction;
+tensorize maps the 8-bit contraction to __builtin_amdgcn_mfma_i32_16x16x16i8 on hip and __dp4a
+over the shared tiles on cuda (uint8 A offset by 128, the column sums of B added back). Each form
+verifies exactly (int32)."""
 import pytest
 
 from xpiler.api import migrate
@@ -102,29 +103,32 @@ def test_chunk_tail_join_refuses(change):
     assert "if (R)" in out
 
 
-@pytest.mark.parametrize("to,want", [("cuda", "__shared__"), ("hip", MFMA_I8)])
+@pytest.mark.parametrize("to,want", [("cuda", "__dp4a("), ("hip", MFMA_I8)])
 def test_vnni_conv_migrates_on_chip_and_verifies(to, want, tmp_path):
     r = migrate(SRC, to=to, outdir=tmp_path / "o", perf=False)
     assert r.verified and "emu:simt-cpu" in r.verdict.substrate
     assert "__shared__" in r.code and "__syncthreads()" in r.code and want in r.code
 
 
-def test_int8_mfma_needs_its_column_sum_correction():
-    """The hip form verifies exactly; without the `128 * colsum` term of the uint8 offset (or with
-    the lane's A and B bytes swapped) the same run fails."""
+@pytest.mark.parametrize("to,instr,swap", [
+    ("hip", MFMA_I8, ("((int)xp_a, (int)xp_bv,", "((int)xp_bv, (int)xp_a,")),
+    ("cuda", "__dp4a", ("(xp_kk + xp_e) * 16 + xp_tx]", "(xp_kk + 3 - xp_e) * 16 + xp_tx]"))])
+def test_int8_matrix_forms_need_their_column_sum_correction(to, instr, swap):
+    """The hip MFMA / cuda __dp4a forms verify exactly; without the `128 * colsum` term of the uint8
+    offset, or with the lane's bytes taken in another order, the same run fails."""
     from xpiler.migration.driver import _launch_to_spec
     from xpiler.passes import binding, cache, tensorize
     from xpiler.spec import load_spec
     from _simt_tile_util import verify as simt_verify
     e = "conv2d_nhwc_vnni"
-    p = detensorize.apply(parse_file(SRC), entry=e, target="hip")
-    p, _ = binding.apply(p, entry=e, target="hip")
-    q, _ = cache.apply(p, entry=e, target="hip")
-    t, launch = tensorize.apply(q, entry=e, target="hip")
+    p = detensorize.apply(parse_file(SRC), entry=e, target=to)
+    p, _ = binding.apply(p, entry=e, target=to)
+    q, _ = cache.apply(p, entry=e, target=to)
+    t, launch = tensorize.apply(q, entry=e, target=to)
     launch = _launch_to_spec(launch, load_spec(str(SRC) + ".toml"), [x.name for x in t.func(e).params])
-    text = print_program(t, "hip")
-    assert MFMA_I8 in text and "128u * xp_cs" in text
-    assert simt_verify(t, SRC, "hip", launch).verified
-    for old, new in ((" + 128u * xp_cs", ""), ("((int)xp_a, (int)xp_bv,", "((int)xp_bv, (int)xp_a,")):
-        bad = parse_text(text.replace(old, new), "hip", "bad.hip")
-        assert not simt_verify(bad, SRC, "hip", launch).verified, old
+    text = print_program(t, to)
+    assert instr in text and "128u * xp_cs" in text and swap[0] in text
+    assert simt_verify(t, SRC, to, launch).verified
+    for old, new in ((" + 128u * xp_cs", ""), swap):
+        bad = parse_text(text.replace(old, new), to, "bad" + (".hip" if to == "hip" else ".cu"))
+        assert not simt_verify(bad, SRC, to, launch).verified, old

@@ -480,11 +480,19 @@ def _zero(dtype):
     return "__float2half(0.0f)" if dtype == "float16" else f"({CTYPE.get(dtype, dtype)})0"
 
 
-def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False) -> str:
-    """Shared-memory tiled kernel body (see module doc); threadIdx.x walks columns."""
+def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False, dp4a: bool = False) -> str:
+    """Shared-memory tiled kernel body (see module doc); threadIdx.x walks columns. ``dp4a``
+    (cuda, 8-bit A x int8 B -> int32, T a multiple of 4): the inner product takes four k at a time
+    with ``__dp4a`` on the bytes packed from the tiles (signed x signed, int32 sum); a uint8 A is
+    staged as ``a - 128`` and ``128 * sum_k B[k][j]`` (the thread's column of the B tiles) is added
+    back when storing, as in the hip MFMA form: exact modulo 2^32."""
     E = Emit(ct, dialect)
     ta, tb = CTYPE[ct.dtypes["A"]], CTYPE[ct.dtypes["B"]]
     acc_t = CTYPE[ct.acc_dtype]
+    unsigned_a = dp4a and ct.dtypes["A"] == "uint8"
+    if dp4a:
+        ta = tb = "int8_t"
+        acc_t = "int"
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
     nbuf = 2 if double else 1
@@ -492,17 +500,34 @@ def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False) -> s
          "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;"]
     head = len(L)
     L += [f"const int xp_i = blockIdx.y * {T} + xp_ty;", f"const int xp_j = blockIdx.x * {T} + xp_tx;",
-          f"{acc_t} xp_acc = 0;"]
+          f"{acc_t} xp_acc = 0;"] + (["unsigned xp_cs = 0u;"] if unsigned_a else [])
 
     def stage(k0, buf):
         off = f"{buf} * {T * T} + " if double else ""
+        la = E.load('A', b, 'xp_i', f'{k0} + xp_tx')
+        if unsigned_a:
+            la = f"(int8_t)((int){la} - 128)"
         return [f"xp_As[{off}xp_ty * {T} + xp_tx] = (xp_i < {Mx} && {k0} + xp_tx < {Kx}) ? "
-                f"{E.load('A', b, 'xp_i', f'{k0} + xp_tx')} : {_zero(ct.dtypes['A'])};",
+                f"{la} : {'(int8_t)0' if dp4a else _zero(ct.dtypes['A'])};",
                 f"xp_Bs[{off}xp_ty * {T} + xp_tx] = ({k0} + xp_ty < {Kx} && xp_j < {Nx}) ? "
                 f"{E.load('B', b, f'{k0} + xp_ty', 'xp_j')} : {_zero(ct.dtypes['B'])};"]
 
     def product(buf):
         off = f"{buf} * {T * T} + " if double else ""
+        if dp4a:
+            out = [f"for (int xp_kk = 0; xp_kk < {T}; xp_kk += 4) {{",
+                   "    unsigned xp_a = 0u;",
+                   "    unsigned xp_bv = 0u;",
+                   "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+                   f"        xp_a |= (unsigned)(uint8_t)xp_As[{off}xp_ty * {T} + xp_kk + xp_e] << (8 * xp_e);",
+                   f"        xp_bv |= (unsigned)(uint8_t)xp_Bs[{off}(xp_kk + xp_e) * {T} + xp_tx] << (8 * xp_e);",
+                   "    }",
+                   "    xp_acc = __dp4a((int)xp_a, (int)xp_bv, xp_acc);",
+                   "}"]
+            if unsigned_a:
+                out += [f"for (int xp_kk = 0; xp_kk < {T}; ++xp_kk) {{",
+                        f"    xp_cs += (unsigned)xp_Bs[{off}xp_kk * {T} + xp_tx];", "}"]
+            return out
         a = E.op("A", f"xp_As[{off}xp_ty * {T} + xp_kk]")
         bb = E.op("B", f"xp_Bs[{off}xp_kk * {T} + xp_tx]")
         return [f"for (int xp_kk = 0; xp_kk < {T}; ++xp_kk) {{", f"    xp_acc += {a} * {bb};", "}"]
@@ -527,7 +552,8 @@ def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False) -> s
         L.append("    xp_pp = 1 - xp_pp;")
         L.append("}")
     L.append(f"if (xp_i < {Mx} && xp_j < {Nx}) {{")
-    L.append(f"    {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = xp_acc;")
+    val = "(int)((unsigned)xp_acc + 128u * xp_cs)" if unsigned_a else "xp_acc"
+    L.append(f"    {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j='xp_j')}] = {val};")
     L.append("}")
     return _batched(ct, E, L, head)
 

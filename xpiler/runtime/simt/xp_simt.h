@@ -1567,6 +1567,18 @@ inline void mma_sync(fragment<accumulator, M, N, K, TD, void> &d, const fragment
 } // namespace wmma
 } // namespace nvcuda
 
+/* __dp4a (sm_61+): c plus the four products of the bytes of a and b, signed x signed (int) or
+ * unsigned x unsigned (unsigned); the sum wraps modulo 2^32 like the instruction. */
+inline int __dp4a(int a, int b, int c) {
+  unsigned s = (unsigned)c;
+  for (int e = 0; e < 4; ++e) s += (unsigned)((int)(signed char)(a >> (8 * e)) * (int)(signed char)(b >> (8 * e)));
+  return (int)s;
+}
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int e = 0; e < 4; ++e) c += ((a >> (8 * e)) & 0xffu) * ((b >> (8 * e)) & 0xffu);
+  return c;
+}
+
 /* ------------------------------------------------------------------------------------------
  * AMD MFMA builtins (gfx90a register layouts, wave64).  i = lane % 16, g = lane / 16.
  *   16x16x4f32:  lane supplies a = A[i][g], b = B[g][i]; holds D[4g+e][i] in element e.
