@@ -38,6 +38,9 @@ what form 5 needs to take such a run one reduction at a time:
   passes/unthread.py (the flat loop must carry no dependence, Z3, checked in ``unthread.apply``; ``D``
   computed ``W`` times before, once after: the same value). Done only after a form-5 rewrite in the
   block; a nest that does not match stays as it is (it is still correct).
+- **lane 0's phase** (``_flatten_lanes`` with ``_lane_zero``): a nest whose lane loop holds
+  ``D; if (lane == 0) S`` (``D`` as above) becomes ``for ty { [if (!done[ty*W])] { D; S[lane := 0] } }``:
+  the other lanes only evaluate ``D``, which has no effect (gemv.cu / gemv.hip's store of the fold);
 - **fusion** (``_fuse``) of the chain's row loops into one when the fused loop carries no dependence
   (Z3), and **the block loop with the warp loop as one row loop** (``collapse_rows``), so that the
   bang cache pass stages whole rows in NRAM; docs/passes/unthread.md says why each is exact.
@@ -47,7 +50,7 @@ from __future__ import annotations
 from itertools import product
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import rewrite, vars_used, walk
+from xpiler.ir.visit import rewrite, substitute, vars_used, walk
 
 from . import unthread_shuffle as S
 from .patterns import common as U
@@ -300,8 +303,9 @@ def _flatten_lanes(u, x, ctx: Chain):
     if not items:
         return x
     c = items[-1]
-    if not (isinstance(c, N.For) and _is_var(c.lo, lane) and _const_int(c.step, u.macros) == W
-            and c.binding is None and c.cmp == "<"):
+    one = _lane_zero(c, lane, u.macros)
+    if one is None and not (isinstance(c, N.For) and _is_var(c.lo, lane) and _const_int(c.step, u.macros) == W
+                            and c.binding is None and c.cmp == "<"):
         return x
     written = S.written_names(N.Block(tuple(items)))      # as a variable or through an element
     whole = {n.target.name for n in walk(N.Block(tuple(items))) if isinstance(n, (N.Assign, N.AssignExpr))
@@ -317,19 +321,43 @@ def _flatten_lanes(u, x, ctx: Chain):
             S._effect_free(dcl.init)
         except S.Refuse:
             return x
-    if lane in vars_used(c.body) | vars_used(c.hi) or c.var in whole or vars_used(c.hi) & written:
-        return x
-    flat = c.with_(lo=U.C(0), step=U.C(1))
-    body = list(items[:-1]) + [flat]
+    if one is not None:
+        # the one-lane phase: lane 0 runs D and S, the other lanes only D (pure, lane-free: no effect)
+        if lane in whole or any(isinstance(n, N.Decl) and n.name == lane for n in walk(one)):
+            return x
+        s0 = substitute(one, {lane: U.C(0)})
+        mine = {d.name for d in items[:-1]}
+        inner = _body(s0)
+        if any(isinstance(y, N.Decl) and (y.name in mine or y.name in {ty, lane}) for y in inner):
+            inner = [s0]                       # its own declarations stay in their own block
+        body = list(items[:-1]) + inner
+    else:
+        if lane in vars_used(c.body) | vars_used(c.hi) or c.var in whole or vars_used(c.hi) & written:
+            return x
+        flat = c.with_(lo=U.C(0), step=U.C(1))
+        body = list(items[:-1]) + [flat]
+        u.new_loops.append((c.var, set(), c))
     if wrap is not None:
         w0 = N.Index(N.Var(wrap_flag(wrap)), N.BinOp("*", N.Var(ty), U.C(W)))
         body = [N.If(N.UnOp("!", w0), N.Block(tuple(body)))]
-    u.new_loops.append((c.var, set(), c))
     u.changed = True
     new = o.with_(body=N.Block(tuple(body)))
     if wrap is not None:
         ctx.later.append(new)
     return new
+
+
+def _lane_zero(c, lane: str, macros):
+    """The block ``S`` when ``c`` is ``if (lane == 0) S`` (or ``0 == lane``, no else), else None."""
+    from .unthread import _const_int, _is_var
+    if not (isinstance(c, N.If) and c.else_ is None and isinstance(c.cond, N.BinOp) and c.cond.op == "=="):
+        return None
+    a, b = c.cond.lhs, c.cond.rhs
+    if _is_var(b, lane):
+        a, b = b, a
+    if not (_is_var(a, lane) and _const_int(b, macros) == 0):
+        return None
+    return c.then if isinstance(c.then, N.Block) else N.Block((c.then,))
 
 
 def _fuse(u, stmts: list, ctx: Chain) -> list:

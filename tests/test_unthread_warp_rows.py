@@ -68,10 +68,43 @@ def test_gemv_warp_rows_become_one_dot_product_per_row_and_verify(tmp_path, src,
     for gone in ("xpd_xch", "xpd_sh", "offset", "+= WARP", f"+= {W}"):
         assert gone not in body, gone
     assert "float sum_acc = 0.0f;" in body and "for (int k = 0; k < K; ++k)" in body
-    assert "sum_acc += a[k] * x[k];" in body and "y[row] = sum_row[ty];" in body
-    # the early exit is kept: the flags for the tail, and the row loop skips a row past M
-    assert f"done[ty * {W} + lane] = 1;" in body and "if (row >= M) {\n                continue;" in body
+    assert "sum_acc += a[k] * x[k];" in body
+    # the tail 'if (lane == 0) y[row] = ...' is lane 0's phase (passes/unthread_warp_chain.py): it runs
+    # once per row, fused with the dot product; the flags go, and the block and warp loops become
+    # one loop over the rows (the early exit 'row >= M' is its bound)
+    assert "for (int row = 0; row < M; ++row)" in body and "y[row] = sum_rowv;" in body
+    for gone in ("done", "lane", "for (int ty", "for (int bx", "sum_row["):
+        assert gone not in body, gone
     v = _verify_c(tmp_path, q, src, sp)          # c natively against the SIMT source (emu:simt-cpu)
+    assert v.verified, v.failures[:1]
+
+
+@pytest.mark.parametrize("edits,kept", [
+    # lane 0 writes its own element next to the row's: 'y[row + lane]' with lane = 0 after the phase
+    ([("if (lane == 0)\n        y[row] = sum;", "if (0 == lane)\n        y[row + lane] = sum;")], "y[row + 0] = sum_rowv;"),
+    # a declaration before the lane-0 test (pure, lane-free): computed once per row
+    ([("if (lane == 0)\n        y[row] = sum;", "const int dst = row;\n    if (lane == 0)\n        y[dst] = 0.5f * (sum + sum);")],
+     "y[dst] = 0.5f * (sum_rowv + sum_rowv);"),
+])
+def test_gemv_lane_zero_phase_variants_verify(tmp_path, edits, kept):
+    src = _variant(tmp_path, GEMV_CU, edits)
+    p, sp = _recovered(src)
+    q = unthread.apply(p, entry="gemv")
+    body = _body(q, "gemv")
+    assert "for (int row = 0; row < M; ++row)" in body and kept in body and "done" not in body, body
+    v = _verify_c(tmp_path, q, src, sp)
+    assert v.verified, v.failures[:1]
+
+
+def test_gemv_a_tail_not_spelled_lane_zero_stays_per_lane(tmp_path):
+    # 'lane < 1' is lane 0 too, but not the spelling the phase takes: the tail stays a (ty, lane) nest
+    # with its flags (still proven and correct), and no row loop replaces the block loop
+    src = _variant(tmp_path, GEMV_CU, [("if (lane == 0)\n        y[row] = sum;", "if (lane < 1)\n        y[row] = sum;")])
+    p, sp = _recovered(src)
+    q = unthread.apply(p, entry="gemv")
+    body = _body(q, "gemv")
+    assert "for (int lane = 0; lane < 32; ++lane)" in body and "done[" in body
+    v = _verify_c(tmp_path, q, src, sp)
     assert v.verified, v.failures[:1]
 
 
@@ -130,5 +163,9 @@ def test_gemv_cu_to_c_reaches_avx512_and_to_bang_verifies(tmp_path):
     r = migrate(GEMV_CU, "c", outdir=tmp_path / "c", perf=False, force=True)
     assert r.verified and any(s.pass_name == "unthread" for s in r.steps)
     assert "_mm512_reduce_add_ps" in r.code and "xpd_xch" not in r.code
+    # eight rows at a time (passes/patterns/x86_rows.py): x loaded once per 16 k for 8 accumulators
+    assert "row_b += 8" in r.code and "sum_acc_7_acc = _mm512_add_ps(sum_acc_7_acc" in r.code
     b = migrate(GEMV_CU, "bang", outdir=tmp_path / "bang", perf=False, force=True)
     assert b.verified and any(s.pass_name == "unthread" for s in b.steps)
+    # one row loop: the cache pass stages rows of A in WRAM for __bang_mlp
+    assert "__bang_mlp(" in b.code and "__wram__" in b.code
