@@ -199,8 +199,21 @@ def sites(program, func, ops=None):
     facts = XV.Facts(func)
     out, helpers, done = [], set(), []
     loops = [n for n in walk(func.body) if isinstance(n, N.For)]
+    for loop in loops:                  # row dot products, several rows at a time (x86_rows)
+        if any(any(d is x for x in walk(loop.body)) or d is loop for d in done):
+            continue
+        r = _jammed(program, func, loop)
+        if r is None:
+            continue
+        repl, hs = r
+        names = {n.name for n in walk(N.Block(tuple(repl))) if isinstance(n, N.Intrinsic)}
+        if ops and not (names & set(ops)):
+            continue
+        out.append((loop, repl))
+        helpers |= hs
+        done.append(loop)
     for loop in reversed(loops):        # walk is pre-order: reversed visits inner loops first
-        if any(any(d is x for x in walk(loop.body)) for d in done):
+        if any(any(d is x for x in walk(loop.body)) or any(loop is x for x in walk(d)) for d in done):
             continue
         try:
             U.replace_stmt(func.body, loop, [])     # reachable by the statement rewriter at all?
@@ -214,3 +227,29 @@ def sites(program, func, ops=None):
         helpers |= hs
         done.append(loop)
     return out, helpers
+
+
+def _jammed(program, func, loop):
+    """``(replacement, helpers)`` for a row loop of dot products taken several rows at a time
+    (:mod:`x86_rows`) with its k loops vectorized, else None (the loop is then tried as usual)."""
+    from . import x86_rows
+    try:
+        U.replace_stmt(func.body, loop, [])
+        stmts = x86_rows.jam(program, func, loop)
+    except (x86_rows.NoJam, KeyError):
+        return None
+    # vectorize the k loops of the new statements in a function that declares their names
+    f2 = func.with_(body=U.replace_stmt(func.body, loop, stmts))
+    facts = XV.Facts(f2)
+    block, hs = N.Block(tuple(stmts)), set()
+    inner = [n for n in walk(block) if isinstance(n, N.For) and not any(isinstance(m, N.For) for m in walk(n.body))]
+    for k in inner:
+        try:
+            repl, h, red = vectorize(f2, facts, k)
+        except NoVec:
+            return None
+        if not red:
+            return None
+        block = U.replace_stmt(block, k, repl)
+        hs |= h
+    return list(block.stmts), hs
