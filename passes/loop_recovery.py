@@ -1162,7 +1162,8 @@ def _segments(node) -> list:
 
 # ============================================================================ the recovery
 class _Recovery:
-    def __init__(self, program: N.Program, entry: str, launch, normalize=True, unstage: bool = True):
+    def __init__(self, program: N.Program, entry: str, launch, normalize=True, unstage: bool = True,
+                 assume: tuple = ()):
         if not (isinstance(normalize, bool) or normalize in NORMALIZE):
             raise PassError(NAME, f"normalize={normalize!r} is none of True, False, "
                                   f"{', '.join(repr(a) for a in NORMALIZE)}", None)
@@ -1171,6 +1172,7 @@ class _Recovery:
         self.program = program
         self.entry = entry
         self.launch = launch
+        self.assume = tuple(assume or ())
 
     # -------------------------------------------------------------- device helpers
     def _callees(self, fn) -> list:
@@ -1285,10 +1287,10 @@ class _Recovery:
             new_fn = _privatize_core_memories(prog, new_fn, levels[-1].var)
         self.normalized, self.why_not_normalized = False, "normalize=False"
         if self.normalize is True:
-            new_fn, why = _normalize(new_fn, levels, prog, self.unstage)
+            new_fn, why = _normalize(new_fn, levels, prog, self.unstage, self.assume)
             self.normalized, self.why_not_normalized = why is None, why
         elif self.normalize:
-            new_fn = _normalize_as(self.normalize, new_fn, levels, prog)
+            new_fn = _normalize_as(self.normalize, new_fn, levels, prog, self.assume)
             self.normalized = self.normalize != "loops"
             self.why_not_normalized = None if self.normalized else "normalize='loops'"
         new_helpers = {h.name: h.with_(kind="host", attrs=tuple(a for a in h.attrs if a in ("static", "inline")))
@@ -2693,20 +2695,26 @@ class _Normalizer:
         return stmts
 
 
-def _unstage_all(fn, program):
+def _unstage_all(fn, program, assume: tuple = ()):
     """Un-staging before a collapse: shared-memory staging phases of read-only global slices
-    (``passes/unshare.py``), then banded row work summed from NRAM-staged rows
+    (``passes/unshare.py``, its proofs under the spec's preconditions ``assume``), then the
+    thread phases of a block that carry per-thread accumulators merged into one
+    (``passes/merge_phases.py``), then banded row work summed from NRAM-staged rows
     (``passes/unband.py``), then element-wise work staged through private buffers
     (``passes/decache.py``). (new function, the notes of decache and unband)."""
     from .decache import unstage as _unstage
+    from .merge_phases import merge_phases
     from .unband import unband as _unband
     from .unshare import unshare as _unshare
-    fn, band_note = _unband(_unshare(fn, program)[0], program)
+    fn, notes = _unshare(fn, program, assume)
+    if any(arrays for arrays, _ in notes):
+        fn = merge_phases(fn, program)[0]
+    fn, band_note = _unband(fn, program)
     fn, notes = _unstage(fn, program)
     return fn, list(notes) + ([band_note] if band_note else [])
 
 
-def _normalize(fn, levels, program, unstage: bool = True):
+def _normalize(fn, levels, program, unstage: bool = True, assume: tuple = ()):
     """Collapse the partition loops of ``fn`` when legal; (new function, None) or (fn, why).
 
     With ``unstage``, element-wise work staged through private buffers is first un-staged
@@ -2716,7 +2724,7 @@ def _normalize(fn, levels, program, unstage: bool = True):
         return fn, "no partition loops"
     staged, notes = fn, []
     if unstage:
-        fn, notes = _unstage_all(fn, program)
+        fn, notes = _unstage_all(fn, program, assume)
     try:
         body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
     except _NoNorm as e:
@@ -2741,7 +2749,7 @@ def _normalize(fn, levels, program, unstage: bool = True):
     return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc)), None
 
 
-def _normalize_as(how: str, fn, levels, program):
+def _normalize_as(how: str, fn, levels, program, assume: tuple = ()):
     """One normalization alternative (:data:`NORMALIZE`): the new function, or
     :class:`~xpiler.passes.base.AlternativeRefused` (XP4002) saying why it does not apply.
 
@@ -2750,7 +2758,8 @@ def _normalize_as(how: str, fn, levels, program):
     ``staged``: collapse the strided / guarded loops of the function as recovered (no un-staging);
     ``loops``: no collapse, element-wise staged work un-staged (always applies). In this order
     they give what ``normalize=True`` gives (:func:`_normalize`)."""
-    _unstage = _unstage_all
+    def _unstage(f, p):
+        return _unstage_all(f, p, assume)
     if how == "loops":
         return _unstage(fn, program)[0] if levels else fn
 
@@ -2780,7 +2789,7 @@ def _normalize_as(how: str, fn, levels, program):
 
 # ============================================================================ protocol
 def check(program, *, entry: str, launch=None, normalize=True, **params) -> None:
-    _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
+    _Recovery(program, entry, launch, normalize, params.get("unstage", True), params.get("assume", ())).run()
 
 
 #: pragma on a loop recovered from the parallel tasks of a BANG launch (see passes/binding.py)
@@ -2909,7 +2918,7 @@ def apply(program, *, entry: str, launch=None, normalize=True, **params):
     """Recover loops; with ``normalize`` (default) collapse partition loops (see the module doc):
     ``True`` tries the alternatives of :data:`NORMALIZE` in order, one of them takes that one
     alone (refused with XP4002 where it does not apply), ``False`` keeps the partition loops."""
-    new = _Recovery(program, entry, launch, normalize, params.get("unstage", True)).run()
+    new = _Recovery(program, entry, launch, normalize, params.get("unstage", True), params.get("assume", ())).run()
     return new, {}
 
 

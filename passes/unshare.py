@@ -62,12 +62,16 @@ class Refused(Exception):
     """This block is not un-shared; the message says why."""
 
 
+_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b,
+        ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
+
+
 def _real(stmts) -> list:
     return [s for s in stmts if not isinstance(s, N.Comment)]
 
 
 class _Ctx:
-    def __init__(self, fn: N.Func, program):
+    def __init__(self, fn: N.Func, program, assume: tuple = ()):
         self.fn = fn
         self.params = {p.name: p.type for p in fn.params}
         self.decls = {}
@@ -91,6 +95,17 @@ class _Ctx:
             if tgt is not None and not isinstance(tgt, N.Var):
                 for v in _vars(tgt):
                     self.stored |= self.roots(v, ptr_params)
+        # the spec's preconditions on integer parameters that keep their value (never assigned,
+        # re-declared or used as a loop variable): facts of every proof
+        self.facts = []
+        def fixed(name):
+            t = self.params.get(name)
+            return isinstance(t, N.Scalar) and t.dtype in D.INT_DTYPES and name not in self.assigned and \
+                name not in self.decls and name not in self.loopvars
+        for name, op, k in assume:
+            if fixed(name) and op in _OPS and (isinstance(k, int) or fixed(k)):
+                self.facts.append(lambda env, name=name, op=op, k=k: _OPS[op](
+                    z3.Int(name), k if isinstance(k, int) else z3.Int(k)))
 
     def roots(self, v, ptr_params, seen=()) -> set:
         """The pointer parameters a name may point into (all of them when that is not known)."""
@@ -128,6 +143,7 @@ class _Ctx:
             return False
         s = smt.solver(D.TIMEOUT_MS)
         s.add(*env.cons)
+        s.add(*[f(env) for f in self.facts])
         s.add(*hs)
         s.add(z3.Not(g))
         return s.check() == z3.unsat
@@ -186,6 +202,86 @@ class _Copy:
                 if not ptrs or "?" in roots or roots & (ctx.stored | ctx.assigned) or ptrs & ctx.assigned:
                     raise Refused(f"the value staged into '{self.pointer}' reads memory that is not a "
                                   "read-only kernel parameter")
+
+
+def _terms(e, sign=1):
+    """``e`` as signed summands: [(sign, term)]."""
+    if isinstance(e, N.BinOp) and e.op in ("+", "-"):
+        return _terms(e.lhs, sign) + _terms(e.rhs, sign if e.op == "+" else -sign)
+    return [(sign, e)]
+
+
+def _factors(e):
+    if isinstance(e, N.BinOp) and e.op == "*":
+        return _factors(e.lhs) + _factors(e.rhs)
+    return [e]
+
+
+def _product(fs):
+    out = None
+    for f in fs:
+        out = f if out is None else N.BinOp("*", out, f)
+    return out if out is not None else N.Const(1, "int32", "1")
+
+
+def _signed_sum(terms):
+    out = None
+    for sg, t in terms:
+        if out is None:
+            out = t if sg > 0 else N.UnOp("-", t)
+        else:
+            out = N.BinOp("+" if sg > 0 else "-", out, t)
+    return out if out is not None else N.Const(0, "int32", "0")
+
+
+def _simplify_at_read(val, hyps, lets, ctx: "_Ctx"):
+    """The staged value ``val`` at one read, simplified under the facts there (each step proved
+    by Z3, else left as it is):
+
+    * ``x / d`` and ``x % d``, where the summands of ``x`` that have ``d`` as a factor make
+      ``q * d`` and the others ``r``: with ``q >= 0`` and ``0 <= r < d`` proved, ``x / d`` is
+      ``q`` and ``x % d`` is ``r`` (C's division truncates, and ``x >= 0`` here);
+    * ``c ? a : b`` is ``a`` where ``c`` is proved, ``b`` where ``!c`` is.
+
+    A staged window ``field[e]`` of a halo tile, ``e = (ty*s + kh) * span_w + tx*s + kw``, so gives
+    back the row ``row0 + ty*s + kh`` and column ``col0 + tx*s + kw`` of the image it was copied
+    from, and the copy's border test (``r < H ? src[...] : 0``) goes where the read is inside."""
+    def divmod_fn(n):
+        if not (isinstance(n, N.BinOp) and n.op in ("/", "%")):
+            return n
+        d = n.rhs
+        x = n.lhs
+        keep = _vars(d)
+        out_lets = {k: v for k, v in lets.items() if k not in keep}
+        for _ in range(8):          # the pure declarations on the way, written out (not the divisor's)
+            y = substitute(x, out_lets)
+            if y == x:
+                break
+            x = y
+        q, r = [], []
+        for sg, t in _terms(x):
+            fs = _factors(t)
+            k = next((i for i, f in enumerate(fs) if f == d), None)
+            if k is None:
+                r.append((sg, t))
+            else:
+                q.append((sg, _product(fs[:k] + fs[k + 1:])))
+        if not q:
+            return n
+        qe, re_ = _signed_sum(q), _signed_sum(r)
+        if not ctx.proves(hyps, lambda env: z3.And(D.to_z3(qe, "a", env) >= 0, D.to_z3(re_, "a", env) >= 0,
+                                                   D.to_z3(re_, "a", env) < D.to_z3(d, "a", env)), lets):
+            return n
+        return qe if n.op == "/" else re_
+
+    def cond_fn(n):
+        if isinstance(n, N.Cond) and _pure(n.cond):
+            if ctx.proves(hyps, lambda env: D.to_z3_bool(n.cond, "a", env), lets):
+                return n.then
+            if ctx.proves(hyps, lambda env: z3.Not(D.to_z3_bool(n.cond, "a", env)), lets):
+                return n.else_
+        return n
+    return rewrite(rewrite(val, divmod_fn), cond_fn)
 
 
 def _phase(s, ctx: _Ctx):
@@ -296,8 +392,9 @@ def _reads(stmts, fam: dict, hyps: list, lets: dict, bound: frozenset, ctx: _Ctx
                 continue
             if s.init is not None:
                 _expr_reads(s.init, fam, hyps, lets, out)
+            # (a name declared again elsewhere is fine: on this way it is bound once, as checked above)
             if isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init) and ctx.stable(s.init) and \
-                    len(ctx.decls.get(s.name, [])) == 1 and s.name not in ctx.assigned:
+                    s.name not in ctx.assigned:
                 lets[s.name] = s.init
             else:
                 lets.pop(s.name, None)
@@ -453,13 +550,13 @@ def _unshare_block(stmts: list, outer_loops: set, outer_decls: list, ctx: _Ctx):
                 goal = [lambda env, rel=rel, c=c: D.to_z3(rel, "a", env) >= 0,
                         lambda env, rel=rel, c=c: D.to_z3(rel, "a", env) < D.to_z3(c.extent, "a", env)]
                 if c.guard is not None:
-                    g = substitute(c.guard, {c.var: rel})
+                    g = _simplify_at_read(substitute(c.guard, {c.var: rel}), hyps, {**lets, **rlets}, ctx)
                     goal.append(lambda env, g=g: D.to_z3_bool(g, "a", env))
                 if ctx.proves(hyps, lambda env, goal=goal: z3.And(*[f(env) for f in goal]), {**lets, **rlets}):
                     break
             else:
                 raise Refused(f"a read of '{node.base.name}' may lie outside what the staging phase wrote")
-            val = substitute(c.value, {c.var: rel})
+            val = _simplify_at_read(substitute(c.value, {c.var: rel}), hyps, {**lets, **rlets}, ctx)
             if not (isinstance(c.value, N.Index) and isinstance(c.value.base, N.Var) and
                     isinstance(ctx.params.get(c.value.base.name), N.Pointer) and
                     isinstance(ctx.params[c.value.base.name].elem, N.Scalar) and
@@ -479,14 +576,14 @@ def _unshare_block(stmts: list, outer_loops: set, outer_decls: list, ctx: _Ctx):
     return None
 
 
-def unshare(fn: N.Func, program=None):
+def unshare(fn: N.Func, program=None, assume: tuple = ()):
     """``fn`` with every legal shared-memory staging phase removed: (new function, notes).
     A note is ``(arrays, None)`` for an un-shared phase, or ``(None, why)`` when a block that held
     a staging phase was kept. One phase at a time, innermost block first; the facts about the
     function are taken again after each."""
     notes, refused = [], set()
     for _ in range(16):
-        ctx = _Ctx(fn, program)
+        ctx = _Ctx(fn, program, assume)
         found = []
 
         def attempt(blk: N.Block, outer: set, decls: list):
