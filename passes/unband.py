@@ -459,6 +459,8 @@ class _Band:
                 raise Refused(f"a {type(s).__name__} statement in the chunk's staging")
         if len(gathers) != 1:
             raise Refused("the chunk does not gather its rows in one loop nest")
+        if stage[-1] is not gathers[0]:
+            raise Refused("a fill of the chunk follows its gather")
         g = self._gather(gathers[0], clets, in_chunk + co_in)
         red = self._reduction(co_loop, clets)
         V = red["valid"]

@@ -94,10 +94,24 @@ def test_unbanded_conv1d_equals_the_staged_recovery(N_, Cin, L, Cout, KW, S, tmp
     ("float *cols = w_nram + w_len;", "float *cols = w_nram + w_len - ALIGN;", "not the weight copy"),
     # the scratch lanes are the accumulator's
     ("float *tmp = acc + LT;", "float *tmp = acc + 1;", "the accumulator is not the scratch"),
+    # the strided branch gathers one lane less than the unit-stride one
+    ("sizeof(float), stride * sizeof(float), len - 1);", "sizeof(float), stride * sizeof(float), len - 2);",
+     "the gather's branches store the same lanes"),
+    # the unit-stride branch reads the next input element
+    ("__memcpy(dst, src_row + k, len * sizeof(float), GDRAM2NRAM);",
+     "__memcpy(dst, src_row + k + 1, len * sizeof(float), GDRAM2NRAM);", "the gather's branches load the same element"),
+    # the zero fill comes after the gather (the rows read are zeros)
+    ("            __bang_write_zero(cols, CK * lenP);\n", "", None),
+    # the padded lanes are copied out too
+    ("lo0, acc, len * sizeof(float),", "lo0, acc, lenP * sizeof(float),", "the lanes copied out of a chunk are min(step, rest)"),
 ])
 def test_broken_obligations_keep_the_band_loop(old, new, reason):
     assert old in SRC
     src = SRC.replace(old, new)
+    if reason is None:          # move the fill behind the gather
+        anchor = "            for (int co = co_begin; co < co_end; ++co) {"
+        src = src.replace(anchor, "            __bang_write_zero(cols, CK * lenP);\n" + anchor)
+        reason = "a fill of the chunk follows its gather"
     why = why_not(src)
     assert "band loop" in why and reason in why, why
     assert has_while(recover(src))
@@ -116,3 +130,16 @@ def test_conv1d_mlu_reaches_shared_tiles_and_mfma_and_verifies(tmp_path, to):
     assert "xp_priv_nram_buf" not in text and "while" not in text
     if to == "hip":
         assert "__builtin_amdgcn_mfma_f32" in text
+
+
+def test_the_lift_does_not_depend_on_the_names():
+    # every buffer, pointer and loop name changed: the same nest, with the new names
+    import re
+    names = {"cols": "unrolled", "acc": "run", "tmp": "prod", "w_nram": "filt", "r": "at", "co": "ch",
+             "lo0": "start", "len": "cnt", "lenP": "cnt_pad", "ci": "c", "k": "tap", "n": "b"}
+    src = re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: names[m.group(1)], SRC)
+    new = recover(src)
+    assert not has_while(new)
+    text = print_program(new)
+    assert "input[((long)b * Cin + c) * L + tap + lo * stride]" in text
+    assert "weight[ch * CK + (c * KW + tap)]" in text
