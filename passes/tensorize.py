@@ -405,7 +405,8 @@ def apply(program: N.Program, *, entry: str, **params):
 def applied_ops(program: N.Program, entry: str, **params) -> list[str]:
     """Names of the instructions apply() would introduce (for reports and tests)."""
     if _is_gemm(program, params):
-        return list(_gemm_plan(program, entry, **params)[2].OPS)
+        func, _, form = _gemm_plan(program, entry, **params)
+        return list(form.ops_of(program, func) if hasattr(form, "ops_of") else form.OPS)
     if program.dialect in ("cuda", "hip"):
         return [_simt_plan(program, entry, **params)[1]]
     _, sites = _sites(program, entry, **params)

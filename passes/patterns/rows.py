@@ -15,7 +15,11 @@ Descriptions (tensorize), over the staged buffers, ``i`` in [0, rb):
 
 * matmul: ``for i { for j<N: C[i*N+j] = 0; for k<K: for j<N: C[i*N+j] += A[i*K+k] * B[k*N+j] }``
   or ``for i { for j<N { acc = 0; for k<K: acc += A[i*K+k] * B[k*N+j]; C[i*N+j] = acc } }``
-  == ``__bang_matmul(C, A, B, rb, K, N)`` with A, C in NRAM, B in WRAM;
+  == ``__bang_matmul(C, A, B, rb, K, N)`` with A, C in NRAM, B in WRAM; A, B and C of one type
+  (float or half), or half A and B each widened to float in the product (``(float)A[..] *
+  (float)B[..]``) with a float accumulator and a float C: the documented (float dst, half, half)
+  operand form (manuals/bang/bang_matmul.md), whose products of two halves are exact in float
+  and whose sums are float, as in the loop;
 * mlp: ``for i { acc = 0; for k<K: acc += W[i*K+k] * x[k]; y[i] = acc }``
   == ``__bang_mlp(y, x, W, K, rb)`` with x, y in NRAM, W in WRAM.
 """
@@ -202,7 +206,8 @@ def analyse_rows(program, func, loop: N.For, batch: Optional[str] = None, body=N
         if len(plan.wram) != 1 or len(plan.inv) != 1:
             plan.wram = set()
     else:
-        plan.wram = {b for b in plan.inv if _mult_operand(blk, b)}
+        plan.wram = {b for b in plan.inv if _mult_operand(blk, b)
+                     or (plan.dtypes[b] == "float16" and _widened_acc_operand(blk, b))}
     return plan
 
 
@@ -292,6 +297,28 @@ def _mult_operand(blk, b) -> bool:
             for s in (n.lhs, n.rhs):
                 if isinstance(s, N.Index) and isinstance(s.base, N.Var) and s.base.name == b:
                     return True
+    return False
+
+
+def _widened(e):
+    """``(float)X`` -> X (the operand of an exact widening to float), else None."""
+    if isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype == "float32":
+        return e.expr
+    return None
+
+
+def _widened_acc_operand(blk, b) -> bool:
+    """``b`` (a half buffer) is read widened to float in an accumulated product
+    (``acc += (float)A[..] * (float)b[..]``): the rhs of a half x half -> float contraction.
+    Only accumulations count, so a half scale factor (``y = x * (float)g[j]``) stays in NRAM."""
+    for n in walk(blk):
+        a = _acc_of(n, None) if isinstance(n, N.Assign) else None
+        if a is None:
+            continue
+        for s in (a[1], a[2]):
+            w = _widened(s)
+            if isinstance(w, N.Index) and isinstance(w.base, N.Var) and w.base.name == b:
+                return True
     return False
 
 
@@ -581,12 +608,19 @@ def match_matmul(loop: N.For, scopes: dict, lets: dict):
         cc = _lin2(ci, i, j)
         if cc is None or not _eq(cc[0], N_) or not _is_c(cc[1], 1):
             return None
-        return _mm_operands(a, i, k, j, K, N_, cb, scopes, loop)
+        return _mm_operands(a, i, k, j, K, N_, cb, scopes, loop, acc_dtype=U.scalar_dtype(jb[0].type))
     return None
 
 
-def _mm_operands(a, i, k, j, K, N_, cb, scopes, loop):
+def _mm_operands(a, i, k, j, K, N_, cb, scopes, loop, acc_dtype=None):
+    """The matmul of the accumulated product ``a`` (target, P, Q); a fourth element says whether
+    both operands are widened to float (``(float)A[..] * (float)B[..]``), with ``acc_dtype`` the
+    scalar accumulator's type (None: the sum runs in C itself)."""
     for P, Q in ((a[1], a[2]), (a[2], a[1])):
+        wp, wq = _widened(P), _widened(Q)
+        widened = wp is not None and wq is not None
+        if widened:
+            P, Q = wp, wq
         ab, ai = _idx(P, scopes)
         bb, bi = _idx(Q, scopes)
         if ab is None or bb is None:
@@ -596,7 +630,8 @@ def _mm_operands(a, i, k, j, K, N_, cb, scopes, loop):
             continue
         if _eq(ca[0], K) and _is_c(ca[1], 1) and _eq(cbb[0], N_) and _is_c(cbb[1], 1):
             if scopes[ab] == "nram" and scopes[bb] == "wram" and scopes[cb] == "nram":
-                return ("__bang_matmul", (N.Var(cb), N.Var(ab), N.Var(bb), loop.hi, K, N_), (cb, ab, bb))
+                return ("__bang_matmul", (N.Var(cb), N.Var(ab), N.Var(bb), loop.hi, K, N_), (cb, ab, bb),
+                        (widened, acc_dtype))
     return None
 
 
@@ -611,8 +646,14 @@ def matmul_sites(program, func, ops=None):
         m = match_matmul(loop, scopes, lets)
         if m is None or (ops and m[0] not in ops):
             continue
-        dts = {U.scalar_dtype(bufs[b].type.elem) for b in m[2]}
-        if dts != {"float32"} and dts != {"float16"}:
+        dts = [U.scalar_dtype(bufs[b].type.elem) for b in m[2]]      # C, A, B
+        widened, acc = m[3] if len(m) > 3 else (False, None)
+        if widened:
+            # (float dst, half, half): half x half products are exact in float and the sums are
+            # float, as in the loop; a float accumulator into a float C only
+            if dts != ["float32", "float16", "float16"] or acc not in (None, "float32"):
+                continue
+        elif set(dts) != {"float32"} and set(dts) != {"float16"}:
             continue
         sites.append((loop, U.call(m[0], *m[1]).with_(loc=loop.loc)))
     return sites

@@ -22,13 +22,23 @@ slice ends by storing the float32 partial sum and the next one reloads it), but 
 fused multiply-add (one rounding instead of two).  Padding rows / columns only feed lanes that
 are never stored.
 
+Half operands (``_Float16`` A and / or B, each read widened to float in the product:
+``acc += (float)A[..] * (float)B[..]`` with a float accumulator and a float C, what the WMMA /
+MFMA f16 sources become): the panels are packed as float, converted on the way in (B 16 at a
+time with ``_mm512_cvtph_ps`` of a masked 16-bit load, A element by element), and the float
+micro-kernel runs on them. Half to float is exact, so the packed panels hold the very values the
+loop multiplies; a product of two halves (11-bit significands) is exact in float, so with both
+operands half the fused multiply-add rounds exactly where the loop's separate add does and each
+element of C is bit for bit the loop's sum.
+
 The fast path needs ``M, N, K, BATCH > 0`` and the heap buffer for Bp; otherwise the original
 nest runs (it also writes C = 0 for K == 0).  Every c output of this project uses AVX-512
 unconditionally; a CPU without it runs the output through SIMDe (``emu:simde-cpu``), as for
 every other tensorized c kernel.
 
 Refusals (:class:`Refused`, a reason the pass reports): not a contraction (the recogniser's
-reason), a non-float32 operand / accumulator or an operand that is not a plain load, a
+reason), an operand that is neither float32 nor a half widened to float, a non-float32
+accumulator or C, an operand that is not a plain (widened) load, a
 non-unit inner stride (A along k, B and C along j), C being A or B, and parameters outside
 what the register file holds.
 """
@@ -50,6 +60,10 @@ P = "xg_"
 #: the instruction the form is named by, and every intrinsic it writes (tensorize.applied_ops)
 OP = "_mm512_fmadd_ps"
 OPS = ("_mm512_fmadd_ps", "_mm512_mask_storeu_ps", "_mm512_maskz_loadu_ps", "_mm512_set1_ps")
+#: what packing a half B panel adds (16 halves widened per instruction)
+HALF_OPS = ("_mm512_cvtph_ps", "_mm256_maskz_loadu_epi16")
+#: element types an operand may have: float32, or float16 read widened to float
+OPERAND_DTYPES = ("float32", "float16")
 
 
 class Refused(Exception):
@@ -151,20 +165,36 @@ class Gemm:
 
 
 def analyse(program, func) -> Gemm:
-    """The float32 contraction of ``func`` (Refused with the reason when it is not one)."""
+    """The float32 contraction of ``func`` (half operands widened to float included; Refused with
+    the reason when it is not one)."""
     g = read(program, func)
     ct, root = g.ct, g.root
-    bad = {r: d for r, d in ct.dtypes.items() if d != "float32"}
+    bad = {r: d for r, d in ct.dtypes.items() if d not in (OPERAND_DTYPES if r in ("A", "B") else ("float32",))}
     if bad or ct.acc_dtype != "float32":
         what = ", ".join(f"{r} is {d}" for r, d in bad.items()) or f"the accumulator is {ct.acc_dtype}"
-        raise Refused(f"non-float contraction ({what}): the AVX-512 form is float32 only", root)
+        raise Refused(f"non-float contraction ({what}): the AVX-512 form takes float32 (or half operands "
+                      f"widened to float) into a float32 C", root)
     ld = N.Var(ST.PREFIX + "LOAD")
-    for op, nm in ((ct.op_a, ct.A), (ct.op_b, ct.B)):
-        plain = op == ld or (isinstance(op, N.Cast) and op.expr == ld and U.scalar_dtype(op.type) == "float32")
-        if not plain:
+    for op, nm, r in ((ct.op_a, ct.A, "A"), (ct.op_b, ct.B, "B")):
+        widened = isinstance(op, N.Cast) and op.expr == ld and U.scalar_dtype(op.type) == "float32"
+        if ct.dtypes[r] == "float16":
+            if not widened:
+                raise Refused(f"the half operand read from '{nm}' enters the product as {ST._txt(op)}, not "
+                              f"widened to float ((float){nm}[..]): a half product rounds to half", root)
+        elif not (op == ld or widened):
             raise Refused(f"the operand read from '{nm}' is transformed before the product "
                           f"({ST._txt(op)}): not a plain float load", root)
     return g
+
+
+def half_operands(g: Gemm) -> set:
+    """The roles ('A', 'B') of ``g``'s half operands (widened to float while packing)."""
+    return {r for r in ("A", "B") if g.ct.dtypes[r] == "float16"}
+
+
+def ops_of(program, func) -> tuple:
+    """The intrinsics the form writes for ``func`` (:data:`OPS`, and :data:`HALF_OPS` for a half B)."""
+    return OPS + (HALF_OPS if "B" in half_operands(analyse(program, func)) else ())
 
 
 def read(program, func) -> Gemm:
@@ -223,6 +253,8 @@ def _L(poly_) -> str:
 def body_text(g: Gemm, t: Tile, original: str) -> str:
     ct = g.ct
     mr, nr, nv, kc, mc, nc = t.mr, t.nr, t.nv, t.kc, t.mc, t.nc
+    half = half_operands(g)
+    ta, tb = ("_Float16" if r in half else "float" for r in ("A", "B"))
     lda, ldb, ldc = _L(g.a.get("i")), _L(g.b.get("k")), _L(g.c.get("i"))
     batch = f"(long)({_t(ct.batch)})" if ct.batch is not None else "1L"
 
@@ -248,8 +280,8 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w("        }")
     w(f"        const long {P}lda = {lda}, {P}ldb = {ldb}, {P}ldc = {ldc};")
     w(f"        for (long {P}b = 0; {P}b < {P}nb; ++{P}b) {{")
-    w(f"            const float *{P}A = {ct.A} + ({off(g.a)});")
-    w(f"            const float *{P}B = {ct.B} + ({off(g.b)});")
+    w(f"            const {ta} *{P}A = {ct.A} + ({off(g.a)});")
+    w(f"            const {tb} *{P}B = {ct.B} + ({off(g.b)});")
     w(f"            float *{P}C = {ct.C} + ({off(g.c)});")
     w(f"            for (long {P}jc = 0; {P}jc < {P}N; {P}jc += {nc}) {{")
     w(f"                const long {P}nc = {P}N - {P}jc < {nc} ? {P}N - {P}jc : {nc};")
@@ -263,10 +295,13 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
         w(f"                        const __mmask16 {P}m{v} = (__mmask16)({P}n{v} >= 16 ? 0xFFFFu : "
           f"({P}n{v} <= 0 ? 0u : (1u << {P}n{v}) - 1u));")
     w(f"                        for (long {P}k = 0; {P}k < {P}kc; ++{P}k) {{")
-    w(f"                            const float *{P}src = {P}B + ({P}pc + {P}k) * {P}ldb + {P}jc + {P}jp;")
+    w(f"                            const {tb} *{P}src = {P}B + ({P}pc + {P}k) * {P}ldb + {P}jc + {P}jp;")
     for v in range(nv):
-        w(f"                            _mm512_storeu_ps({P}dst + {P}k * {nr} + {16 * v}, "
-          f"_mm512_maskz_loadu_ps({P}m{v}, {P}src + {16 * v}));")
+        if "B" in half:     # 16 halves (masked, zero past N) widened exactly to 16 floats
+            load = f"_mm512_cvtph_ps(_mm256_maskz_loadu_epi16({P}m{v}, {P}src + {16 * v}))"
+        else:
+            load = f"_mm512_maskz_loadu_ps({P}m{v}, {P}src + {16 * v})"
+        w(f"                            _mm512_storeu_ps({P}dst + {P}k * {nr} + {16 * v}, {load});")
     w("                        }")
     w("                    }")
     # ---- row blocks (parallel): pack A, then the micro tiles
@@ -278,9 +313,10 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w(f"                            float *{P}dst = {P}ap + {P}ip * {P}kc;")
     w(f"                            for (long {P}r = 0; {P}r < {mr}; ++{P}r) {{")
     w(f"                                if ({P}ip + {P}r < {P}mc) {{")
-    w(f"                                    const float *{P}src = {P}A + ({P}ic + {P}ip + {P}r) * {P}lda + {P}pc;")
+    w(f"                                    const {ta} *{P}src = {P}A + ({P}ic + {P}ip + {P}r) * {P}lda + {P}pc;")
     w(f"                                    for (long {P}k = 0; {P}k < {P}kc; ++{P}k)")
-    w(f"                                        {P}dst[{P}k * {mr} + {P}r] = {P}src[{P}k];")
+    w(f"                                        {P}dst[{P}k * {mr} + {P}r] = {'(float)' if 'A' in half else ''}"
+      f"{P}src[{P}k];")
     w("                                } else {")
     w(f"                                    for (long {P}k = 0; {P}k < {P}kc; ++{P}k)")
     w(f"                                        {P}dst[{P}k * {mr} + {P}r] = 0.0f;")

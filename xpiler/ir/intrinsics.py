@@ -414,6 +414,25 @@ _reg(IntrinsicDef("_mm256_loadu_si256", ("c",), "x86", (Arg("p", "ptr"),), "__m2
                   doc="unaligned 32-byte load"))
 
 
+def _maskz_load_256_epi16(k, p):
+    src = np.asarray(p, np.uint8)
+    out = np.zeros(32, np.uint8)
+    for i in range(16):
+        if (int(k) >> i) & 1:
+            out[2 * i:2 * i + 2] = src[2 * i:2 * i + 2]
+    return out
+
+
+# a half panel of the register-tiled gemm (passes/patterns/x86_gemm.py): 16 masked 16-bit
+# lanes (AVX512BW+VL), widened exactly to 16 floats (AVX512F)
+_reg(IntrinsicDef("_mm256_maskz_loadu_epi16", ("c",), "x86", (Arg("k", "scalar"), Arg("p", "ptr")), "__m256i",
+                  (Effect("p", "r", "popcount(k)", "elem"),), semantics=_maskz_load_256_epi16,
+                  doc="masked load of 16 16-bit lanes; masked-off lanes are zero and not read"))
+_reg(IntrinsicDef("_mm512_cvtph_ps", ("c",), "x86", (Arg("a", "vec", "__m256i"),), "__m512",
+                  semantics=lambda a: _b(np.asarray(a, np.uint8)[:32].view(np.float16).astype(np.float32)),
+                  doc="16 half -> 16 float lanes (exact)"))
+
+
 # ------------------------------------------------------------------------------ BANG
 def _elt(op):
     def f(dst, a, b, n):

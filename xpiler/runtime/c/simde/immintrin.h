@@ -80,6 +80,33 @@ XP_SIMDE_MASKED(epi64, simde__m512i, int64_t, 8, simde__mmask8)
 #define _mm512_maskz_loadu_epi64 xp_maskz_loadu_epi64
 #define _mm512_mask_loadu_epi64 xp_mask_loadu_epi64
 #define _mm512_mask_storeu_epi64 xp_mask_storeu_epi64
+/* 256-bit masked 16-bit load (AVX512BW+VL) and 16 halves -> 16 floats (AVX512F): SIMDe 0.7.4 has
+ * neither; the half panels of the register-tiled gemm (passes/patterns/x86_gemm.py) use both. */
+static inline simde__m256i xp_maskz_loadu_epi16_256(simde__mmask16 k, const void *p) {
+  int16_t t[16]; const int16_t *s = (const int16_t *)p; simde__m256i r;
+  for (int i = 0; i < 16; ++i) t[i] = ((k >> i) & 1) ? s[i] : (int16_t)0;
+  memcpy(&r, t, sizeof r); return r;
+}
+/* IEEE half bits -> float, exactly (by hand: C++ before gcc 13 has no _Float16) */
+static inline float xp_half_bits_to_float(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, b;
+  if (e == 0x1Fu) b = s | 0x7F800000u | (m << 13) | (m ? 0x400000u : 0u);  /* inf; nan quieted, as vcvtph2ps */
+  else if (e) b = s | ((e + 112u) << 23) | (m << 13);         /* normal: rebias 15 -> 127 */
+  else if (!m) b = s;                                         /* +-0 */
+  else {                                                      /* subnormal: m * 2^-24 */
+    e = 113u;
+    while (!(m & 0x400u)) { m <<= 1; --e; }
+    b = s | (e << 23) | ((m & 0x3FFu) << 13);
+  }
+  float f; memcpy(&f, &b, sizeof f); return f;
+}
+static inline simde__m512 xp_cvtph_ps(simde__m256i h) {
+  uint16_t t[16]; float f[16]; simde__m512 r; memcpy(t, &h, sizeof t);
+  for (int i = 0; i < 16; ++i) f[i] = xp_half_bits_to_float(t[i]);
+  memcpy(&r, f, sizeof r); return r;
+}
+#define _mm256_maskz_loadu_epi16 xp_maskz_loadu_epi16_256
+#define _mm512_cvtph_ps xp_cvtph_ps
 /* mask conversions (plain integers in SIMDe) */
 #define _cvtu32_mask16(x) ((simde__mmask16)(x))
 #define _cvtmask16_u32(x) ((uint32_t)(x))
