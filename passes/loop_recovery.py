@@ -2709,7 +2709,7 @@ def _unstage_all(fn, program, assume: tuple = ()):
     fn, notes = _unshare(fn, program, assume)
     if any(arrays for arrays, _ in notes):
         fn = merge_phases(fn, program)[0]
-    fn, band_note = _unband(fn, program)
+    fn, band_note = _unband(fn, program, assume)
     fn, notes = _unstage(fn, program)
     return fn, list(notes) + ([band_note] if band_note else [])
 
@@ -2922,9 +2922,10 @@ def apply(program, *, entry: str, launch=None, normalize=True, **params):
     return new, {}
 
 
-def explain_normalization(program, *, entry: str, launch=None) -> tuple:
-    """(normalized: bool, reason it was not or None): for reports and tests."""
-    r = _Recovery(program, entry, launch, True)
+def explain_normalization(program, *, entry: str, launch=None, assume: tuple = ()) -> tuple:
+    """(normalized: bool, reason it was not or None): for reports and tests (``assume``: the
+    spec's preconditions, as for :func:`apply`)."""
+    r = _Recovery(program, entry, launch, True, True, assume)
     r.run()
     return r.normalized, r.why_not_normalized
 

@@ -79,11 +79,15 @@ it is, with the reason):
   running each row's chunks in full before the next row (the lift) instead of each chunk for all
   rows of a band (the source) gives the same stores.
 
-Side condition (stated, not proved): with two *negative* gather extents (e.g. ``Cin < 0`` and
-``KW < 0``) their product is positive, the source adds that many products of zero-filled rows
-with weights (0 unless a weight is infinite or NaN) and the lift adds none. No spec can state
-such sizes (its shapes would be negative). The sum runs over the same terms in the same order;
-``acc += x * w`` may be contracted to an FMA by the target compiler, as in the cache pass.
+* **trip count**: the gather nest runs as often as the reduction loop
+  (``max(K, 0) == prod max(h_t, 0)``). With two *negative* extents (``Cin < 0`` and ``KW < 0``)
+  their product is positive: the source would add that many products of zero-filled rows with
+  weights (0 unless a weight is infinite or NaN) and the lift none, so this needs the spec's
+  ``[preconditions]`` (conv1d.mlu.toml: ``Cin >= 1``, ``KW >= 1``), which the proofs take as
+  facts (``assume``: integer parameters never assigned), as unshare does.
+
+The sum runs over the same terms in the same order; ``acc += x * w`` may be contracted to an FMA
+by the target compiler, as in the cache pass.
 
 Refusals raise :class:`Refused`; :func:`unband` keeps a refused task as it is and returns the
 reason as its note.
@@ -103,6 +107,10 @@ NAME = "unband"
 PARTITION_PRAGMA = "xpiler independent(source tasks)"
 INT = N.Scalar("int32", "int")
 BUDGET_MS = 4000
+
+
+_OPS = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<=": lambda a, b: a <= b,
+        ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, ">": lambda a, b: a > b}
 
 
 class Refused(Exception):
@@ -157,7 +165,7 @@ def _drop_comments(stmts) -> list:
 
 
 class _Band:
-    def __init__(self, fn: N.Func, program):
+    def __init__(self, fn: N.Func, program, assume: tuple = ()):
         self.fn, self.program = fn, program
         self.macros = {m.name: m for m in (program.macros if program is not None else ())}
         self.params = {p.name: p.type for p in fn.params}
@@ -167,6 +175,16 @@ class _Band:
         self.fresh = 0
         self.used: set = set()
         self.stored_params = {self._root_of(t) for t in self._store_targets(fn.body)} - {None}
+        # the spec's preconditions on integer parameters that keep their value: facts of every proof
+        assigned = D.assigned_names(fn.body)
+        declared = {d.name for d in walk(fn.body) if isinstance(d, N.Decl)}
+
+        def fixed(name):
+            t = self.params.get(name)
+            return isinstance(t, N.Scalar) and t.dtype in D.INT_DTYPES and name not in assigned \
+                and name not in declared
+        self.facts = [(n, op, k) for n, op, k in assume
+                      if op in _OPS and fixed(n) and (isinstance(k, int) or fixed(k))]
 
     # ------------------------------------------------------------------ helpers
     def _store_targets(self, node):
@@ -238,6 +256,7 @@ class _Band:
         hs = [D.to_z3_bool(h, "a", env) for h in hyps]
         g = goal(env) if callable(goal) else D.to_z3_bool(goal, "a", env)
         s.add(*env.cons)
+        s.add(*[_OPS[op](z3.Int(n), k if isinstance(k, int) else z3.Int(k)) for n, op, k in self.facts])
         s.add(*hs)
         s.add(z3.Not(g))
         if s.check() != z3.unsat:
@@ -492,6 +511,16 @@ class _Band:
         for _, hi in g["loops"]:
             prod = hi if prod is None else _mul(prod, hi)
         self.prove(hyp, N.BinOp("==", red["K"], prod), clets, "the gather's rows are the reduction's trip count")
+        # ... and its loops run that often: with two negative extents the product is positive
+        # but the nest runs zero times (the spec's preconditions, e.g. Cin >= 1, KW >= 1, rule it out)
+        def runs(e):
+            return N.Cond(N.BinOp(">", e, _c(0)), e, _c(0))
+        count = None
+        for _, hi in g["loops"]:
+            count = runs(hi) if count is None else _mul(count, runs(hi))
+        self.prove(hyp, N.BinOp("==", runs(red["K"]), count), clets,
+                   "the gather nest runs as often as the reduction (its extents are not both negative; "
+                   "a [preconditions] entry such as Cin >= 1 states it)")
         for v, hi in g["loops"]:
             if _vars(hi) & ({x for x, _ in g["loops"]} | {red["lane"], chunk.var, co_loop.var}):
                 raise Refused("the gather nest is not rectangular")
@@ -818,16 +847,17 @@ def _single(s):
     return b[0]
 
 
-def unband(fn: N.Func, program) -> tuple:
+def unband(fn: N.Func, program, assume: tuple = ()) -> tuple:
     """``(fn with every banded task un-banded, note)``; the note says why a task that holds a
-    band loop was left as it is (None when none was)."""
+    band loop was left as it is (None when none was). ``assume``: the spec's preconditions as
+    ``(parameter, op, integer or parameter)``, facts of every proof."""
     note = None
     out = []
     changed = False
     for s in fn.body.stmts:
         if isinstance(s, N.For) and PARTITION_PRAGMA in s.pragmas and any(isinstance(x, N.While) for x in walk(s.body)):
             try:
-                s2 = _Band(fn, program).run(s)
+                s2 = _Band(fn, program, assume).run(s)
                 changed = True
                 s = s2
             except Refused as e:

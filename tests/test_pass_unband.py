@@ -22,6 +22,8 @@ from test_pass_loop_recovery_normalize import _lib, ptr, top_loops
 ROOT = Path(__file__).resolve().parents[1]
 SRC = (ROOT / "examples/conv1d/conv1d.mlu").read_text()
 BLOCK4 = {"dim": [4, 1, 1], "func_type": "block"}
+#: examples/conv1d/conv1d.mlu.toml's [preconditions], as the migration driver passes them
+ASSUME = (("Cin", ">=", 1), ("KW", ">=", 1))
 
 
 def _prog(src):
@@ -30,14 +32,14 @@ def _prog(src):
     return out[0] if isinstance(out, tuple) else out
 
 
-def recover(src, normalize=True):
-    new, launch = loop_recovery.apply(_prog(src), entry="conv1d", launch=BLOCK4, normalize=normalize)
+def recover(src, normalize=True, assume=ASSUME):
+    new, launch = loop_recovery.apply(_prog(src), entry="conv1d", launch=BLOCK4, normalize=normalize, assume=assume)
     assert launch == {} and new.dialect == "c"
     return new
 
 
-def why_not(src):
-    ok, why = loop_recovery.explain_normalization(_prog(src), entry="conv1d", launch=BLOCK4)
+def why_not(src, assume=ASSUME):
+    ok, why = loop_recovery.explain_normalization(_prog(src), entry="conv1d", launch=BLOCK4, assume=assume)
     assert not ok
     return why
 
@@ -130,6 +132,15 @@ def test_conv1d_mlu_reaches_shared_tiles_and_mfma_and_verifies(tmp_path, to):
     assert "xp_priv_nram_buf" not in text and "while" not in text
     if to == "hip":
         assert "__builtin_amdgcn_mfma_f32" in text
+
+
+def test_without_the_preconditions_two_negative_extents_refuse_the_lift():
+    # Cin < 0 and KW < 0: Cin*KW > 0 zero-filled rows are summed by the source, none by the lift
+    why = why_not(SRC, assume=())
+    assert "band loop" in why and "the gather nest runs as often as the reduction" in why
+    assert has_while(recover(SRC, assume=()))
+    # one of the two suffices
+    assert not has_while(recover(SRC, assume=(("KW", ">=", 0),)))
 
 
 def test_the_lift_does_not_depend_on_the_names():
