@@ -19,6 +19,7 @@ from xpiler.passes.base import PassError
 from xpiler.printers import print_program
 
 from test_pass_loop_recovery_normalize import _lib, ptr
+from test_pass_unshare import assert_bang_conv_on_chip
 
 ROOT = Path(__file__).resolve().parent.parent
 CONV = ROOT / "examples" / "conv2d_nchw"
@@ -153,12 +154,7 @@ def test_conv2d_nchw_simt_sources_reach_the_targets_units_and_verify(tmp_path, s
     assert r.verified
     text = (tmp_path / "o" / ("conv2d_nchw.mlu" if to == "bang" else "conv2d_nchw.hip")).read_text()
     if to == "bang":
-        call = re.search(r"__bang_conv\(([^;]*)\);", text)
-        wram = re.findall(r"__wram__ float (\w+)\[", text)
-        nram = re.findall(r"__nram__ float (\w+)\[", text)
-        assert call and wram and nram
-        args = [a.strip() for a in call.group(1).split(",")]
-        assert args[2] in wram and args[1] in nram and args[0] in nram
+        assert_bang_conv_on_chip(text)
     else:
         assert re.search(r"__shared__ float \w+\[", text)
         assert "__builtin_amdgcn_mfma_f32_16x16x4f32(" in text

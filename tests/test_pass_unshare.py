@@ -103,6 +103,17 @@ def test_a_staged_value_from_a_buffer_the_kernel_writes_keeps_the_array():
     assert any(w and "read-only kernel parameter" in w for _, w in unshare.unshare(f)[1])
 
 
+def assert_bang_conv_on_chip(text):
+    """A ``__bang_conv`` whose output and input are NRAM arrays and whose filter is a WRAM array."""
+    import re
+    wram = re.findall(r"__wram__ float (\w+)\[", text)
+    nram = re.findall(r"__nram__ float (\w+)\[", text)
+    call = re.search(r"__bang_conv\(([^;]*)\);", text)
+    assert wram and nram and call
+    args = [a.strip() for a in call.group(1).split(",")]
+    assert args[2] in wram and args[1] in nram and args[0] in nram
+
+
 @pytest.mark.parametrize("to", ["bang", "cuda"])
 def test_conv1d_hip_reaches_the_targets_staging_and_verifies(tmp_path, to):
     """examples/conv1d/conv1d.hip stages its filter in LDS; un-shared, the BANG plan reaches the
@@ -117,12 +128,7 @@ def test_conv1d_hip_reaches_the_targets_staging_and_verifies(tmp_path, to):
     assert r.verified
     text = (tmp_path / "o" / ("conv1d.mlu" if to == "bang" else "conv1d.cu")).read_text()
     if to == "bang":
-        wram = re.findall(r"__wram__ float (\w+)\[", text)
-        nram = re.findall(r"__nram__ float (\w+)\[", text)
-        call = re.search(r"__bang_conv\(([^;]*)\);", text)
-        assert wram and nram and call
-        args = [a.strip() for a in call.group(1).split(",")]
-        assert args[2] in wram and args[1] in nram and args[0] in nram
+        assert_bang_conv_on_chip(text)
     else:
         shared = re.findall(r"__shared__ float (\w+)\[", text)
         assert len(shared) == 2
