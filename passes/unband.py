@@ -102,6 +102,7 @@ from xpiler.ir.visit import substitute, walk
 
 from . import dependence as D
 from .decache import _flatten, _pure, _vars
+from .task_slices import _drop_dead
 
 NAME = "unband"
 PARTITION_PRAGMA = "xpiler independent(source tasks)"
@@ -340,7 +341,7 @@ class _Band:
         r_begin, r_end = rdecl.init, loop.cond.rhs
         row = self._band(loop, r, r_begin, r_end, task)
         new_body = list(kept) + [row]
-        new_body = self._drop_dead(new_body)
+        new_body = _drop_dead(new_body, {d.name for d in new_body if isinstance(d, N.Decl)})
         new_task = task.with_(body=task.body.with_(stmts=tuple(new_body)))
         fn2 = self.fn.with_(body=self.fn.body.with_(stmts=tuple(
             new_task if s is task else s for s in self.fn.body.stmts)))
@@ -349,18 +350,6 @@ class _Band:
         if dep is not None:
             raise Refused(f"the rows of a task are not independent: {dep}")
         return new_task
-
-    def _drop_dead(self, stmts):
-        stmts = list(stmts)
-        changed = True
-        while changed:
-            changed = False
-            for k, s in enumerate(stmts):
-                if isinstance(s, N.Decl) and s.name not in _vars(tuple(stmts[:k] + stmts[k + 1:])):
-                    del stmts[k]
-                    changed = True
-                    break
-        return stmts
 
     def _copy(self, s: N.For):
         """A straight copy ``for (x = 0; x < E; ++x) priv[o + x] = param[p + x]``."""
