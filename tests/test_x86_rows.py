@@ -7,6 +7,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
 from xpiler.passes import tensorize
 from xpiler.passes.patterns import x86_rows
+from xpiler.passes.patterns import common as U
 from xpiler.printers import print_program
 
 from test_pass_cache import ROOT, verify
@@ -77,3 +78,76 @@ def test_a_refused_row_loop_is_vectorized_as_before():
     p = _c("for (int j = 0; j < M; ++j) { float s = 0.0f; for (int k = 0; k < K; ++k) s += A[k * M + j] * x[k]; y[j] = s; }")
     out = print_program(tensorize.apply(p, entry="f", target="c"), "c")
     assert "j += 16" in out and "j_b" not in out
+
+
+# ------------------------------------------------------------------ staged copies (x86_staged.py)
+from xpiler.passes.patterns import x86_staged
+
+STAGED = """void f(const float* A, const float* x, float* y, int M, int K) {
+    float xs[256];
+    float ws[64 * 256];
+    for (int k0 = 0; k0 < K; k0 += 256) {
+        const int kb = 256 < K - k0 ? 256 : K - k0;
+        for (int j = 0; j < kb; ++j) xs[j] = (x + k0)[j];
+        for (int s = 0; s < M - 1 + 1; ++s)
+            for (int j = 0; j < kb; ++j) ws[s * kb + j] = (A + k0)[s * K + j];
+        for (int n = 0; n < M; ++n) {
+            float acc = 0.0f;
+            for (int k = 0; k < kb; ++k) acc += xs[k] * ws[n * kb + k];
+            y[n] += acc;
+        }
+    }
+}"""
+
+
+def _outer(p):
+    f = p.func("f")
+    return f, next(n for n in walk(f) if isinstance(n, N.For) and n.var == "k0")
+
+
+def test_staged_copies_are_forwarded_into_their_reads():
+    p = parse_text(STAGED, "c", "f.c")
+    f, loop = _outer(p)
+    new = x86_staged.forward_loop(f, loop)
+    out = print_program(p.with_(items=tuple(f.with_(body=U.replace_stmt(f.body, loop, [new])) if it is f else it
+                                            for it in p.items)), "c")
+    assert "xs[j] =" not in out and "ws[s * kb + j] =" not in out        # both copies gone
+    assert "acc += (x + k0)[k] * (A + k0)[n * K + k];" in out, out
+
+
+@pytest.mark.parametrize("edit,to,stays", [
+    # the buffer is read before its copy in the same block (last chunk's values)
+    ("const int kb = 256 < K - k0 ? 256 : K - k0;", "const int kb = 256 < K - k0 ? 256 : K - k0; y[0] += xs[0];",
+     "xs[j] ="),
+    # the source is written in the function: the copy may hold an older value than a later read
+    ("y[n] += acc;", "y[n] += acc; ((float*)A)[n] = 0.0f;", "ws[s * kb + j] ="),
+    # a read that is not the element the copy put there for the loop's counters (transposed)
+    ("acc += xs[k] * ws[n * kb + k];", "acc += xs[k] * ws[k * kb + n];", "ws[s * kb + j] ="),
+    # a second write to the buffer
+    ("y[n] += acc;", "y[n] += acc; ws[n] = 0.0f;", "ws[s * kb + j] ="),
+    # a pointer to the buffer
+    ("y[n] += acc;", "y[n] += acc + *(xs + 1);", "xs[j] ="),
+    # a variable of the copied value assigned after the copy
+    ("ws[s * kb + j] = (A + k0)[s * K + j];", "ws[s * kb + j] = (A + k0 + M)[s * K + j]; M = M + 0;",
+     "ws[s * kb + j] ="),
+])
+def test_staged_copy_refusals(edit, to, stays):
+    assert edit in STAGED
+    p = parse_text(STAGED.replace(edit, to), "c", "f.c")
+    f, loop = _outer(p)
+    new = x86_staged.forward_loop(f, loop) or loop       # the other buffer may still be forwarded
+    out = print_program(p.with_(items=tuple(f.with_(body=U.replace_stmt(f.body, loop, [new])) if it is f else it
+                                            for it in p.items)), "c")
+    assert stays in out, out
+
+
+def test_gemv_mlu_to_c_reads_a_and_x_directly_and_verifies(tmp_path):
+    from xpiler.api import migrate
+    r = migrate(ROOT / "examples" / "gemv" / "gemv.mlu", "c", outdir=tmp_path / "c", perf=False, force=True)
+    assert r.verified
+    body = r.code[r.code.index("void gemv("):]
+    # the WRAM / NRAM staging copies are gone (the arrays are declared, never used), the dot
+    # products read A and x, eight rows at a time
+    assert "w_tile[xpd" not in body and "x_chunk[xpd" not in body
+    assert "_mm512_loadu_ps(&A[m0 * K + (k0 + (xpd_n6_b * K + xpd_k7))])" in body
+    assert "xpd_n6_b += 8" in body

@@ -1,7 +1,9 @@
 """Which loops of a c kernel tensorize vectorizes with AVX-512, and the code that replaces them.
 
-``sites(program, func, ops)`` tries every loop innermost first (a loop whose descendant was
-vectorized is not tried again) with :class:`x86_vec.Lanes`; ``vectorize`` writes::
+``sites(program, func, ops)`` first forwards staged copies into their reads (:mod:`x86_staged`,
+outermost loop first), then takes row dot products eight rows at a time (:mod:`x86_rows`), then
+tries every other loop innermost first (a loop whose descendant was vectorized is not tried
+again) with :class:`x86_vec.Lanes`; ``vectorize`` writes::
 
     {
         const int j_end = lo + (hi > lo ? (hi - lo) / 16 * 16 : 0);
@@ -199,8 +201,17 @@ def sites(program, func, ops=None):
     facts = XV.Facts(func)
     out, helpers, done = [], set(), []
     loops = [n for n in walk(func.body) if isinstance(n, N.For)]
+    for loop in loops:                  # staged copies forwarded into their reads (x86_staged)
+        if _near(loop, done):
+            continue
+        r = _forwarded(program, func, loop, ops)
+        if r is None:
+            continue
+        out.append((loop, r[0]))
+        helpers |= r[1]
+        done.append(loop)
     for loop in loops:                  # row dot products, several rows at a time (x86_rows)
-        if any(any(d is x for x in walk(loop.body)) or d is loop for d in done):
+        if _near(loop, done):
             continue
         r = _jammed(program, func, loop)
         if r is None:
@@ -213,7 +224,7 @@ def sites(program, func, ops=None):
         helpers |= hs
         done.append(loop)
     for loop in reversed(loops):        # walk is pre-order: reversed visits inner loops first
-        if any(any(d is x for x in walk(loop.body)) or any(loop is x for x in walk(d)) for d in done):
+        if _near(loop, done):
             continue
         try:
             U.replace_stmt(func.body, loop, [])     # reachable by the statement rewriter at all?
@@ -252,4 +263,34 @@ def _jammed(program, func, loop):
             return None
         block = U.replace_stmt(block, k, repl)
         hs |= h
+    return list(block.stmts), hs
+
+
+def _near(loop, done) -> bool:
+    """``loop`` is, holds or lies in a loop already replaced."""
+    return any(d is loop or any(d is x for x in walk(loop.body)) or any(loop is x for x in walk(d)) for d in done)
+
+
+def _forwarded(program, func, loop, ops):
+    """``(replacement, helpers)`` for a loop whose body copies into a local buffer that is then only
+    read (:mod:`x86_staged`: the copy goes, the reads take the copied element), with the loops
+    inside it tensorized as usual; else None."""
+    from . import x86_staged
+    try:
+        U.replace_stmt(func.body, loop, [])
+        new = x86_staged.forward_loop(func, loop)
+    except (x86_staged.NoForward, KeyError):
+        return None
+    if new is None:
+        return None
+    f2 = func.with_(body=U.replace_stmt(func.body, loop, [new]))
+    inner, hs = sites(program, f2, ops)
+    block = N.Block((new,))
+    for lp, repl in inner:
+        if not any(lp is x for x in walk(new)):
+            continue
+        try:
+            block = U.replace_stmt(block, lp, list(repl) if isinstance(repl, (list, tuple)) else [repl])
+        except KeyError:
+            continue
     return list(block.stmts), hs
