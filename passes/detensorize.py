@@ -10,6 +10,8 @@ intrinsic.  Families (lowering tables in ``passes/lowering/``):
   NRAM/WRAM/GDRAM buffers (float accumulation where the contract says so);
 * CUDA WMMA: every fragment becomes a per-thread array holding the WHOLE tile; fill / load /
   store / mma_sync become loops that every lane runs in full (exact and simple);
+* CUDA ``__dp4a`` (both 32-bit overloads): one scalar expression, bytes taken by shifts and
+  ``int8_t`` conversions, the 32-bit sum wrapping as the instruction's (``lowering/dp4a.py``);
 * HIP MFMA builtins: the lanes of a wavefront exchange operands through a ``__shared__`` buffer
   indexed by thread, a barrier, each lane computes its 4 outputs from the gfx90a layouts,
   barrier again;
@@ -49,7 +51,7 @@ from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import walk
 from xpiler.passes.base import PassError
 
-from .lowering import bang as L_bang
+from .lowering import bang as L_bang, dp4a as L_dp4a
 from .lowering.common import Names, TypeEnv, block
 
 NAME = "detensorize"
@@ -71,6 +73,8 @@ def _family_of(name: str, dialect: str):
         return "bang"
     if dialect == "cuda" and (name in L_wmma.NAMES or name.startswith("wmma::")):
         return "wmma"
+    if dialect == "cuda" and name in L_dp4a.NAMES:
+        return "dp4a"
     if dialect == "hip" and name in L_mfma.NAMES:
         return "mfma"
     if dialect in ("cuda", "hip") and name in L_warp.NAMES:
@@ -233,6 +237,8 @@ def apply(program: N.Program, *, entry: str = None, target: str | None = None, k
         if not changed or any(fam == "x86" for fam, _, _ in intrinsic_sites(program)):
             return lower_program(program, names, Ctx)
         return program
+    if program.dialect == "cuda" and any(fam == "dp4a" for fam, _, _ in intrinsic_sites(program)):
+        program = _lower_dp4a(program)
     hooks = _hooks_for(program.dialect)
     if hasattr(hooks, "mfma_lift"):
         hooks.mfma_lift = params.get("mfma_lift", True)
@@ -258,6 +264,20 @@ def apply(program: N.Program, *, entry: str = None, target: str | None = None, k
         fam, name, node = left[0]
         raise PassError(NAME, f"{name} could not be lowered in this position", node, "XP4001")
     return out
+
+
+def _lower_dp4a(program: N.Program) -> N.Program:
+    """cuda ``__dp4a`` calls -> scalar byte arithmetic (``lowering/dp4a.py``), function by function."""
+    items = []
+    for it in program.items:
+        if isinstance(it, N.Func) and it.body is not None:
+            env = TypeEnv.of(program, it)
+
+            def refuse(why, node=it):
+                raise PassError(NAME, why, node, "XP4001")
+            it = L_dp4a.lower_function(it, env, refuse)
+        items.append(it)
+    return program.with_(items=tuple(items))
 
 
 def candidates(program: N.Program, target: str) -> list[dict]:

@@ -22,6 +22,8 @@ Semantics conventions (``IntrinsicDef.semantics``), per ``category``:
               layout of /tmp/briefs simt_api (lane l: i = l % 16, g = l / 16).
 * ``atomic``  f(view, value) -> old value; updates view[0] in place.
 * ``sync``    no data semantics (barriers are IR Barrier nodes; these are the other syncs).
+* ``dot``     packed byte dot products (``__dp4a``): f(a, b, c, unsigned=False) -> 32-bit scalars
+              or arrays, elementwise, wrap-around (``passes/lowering/dp4a.py`` lowers them).
 """
 from __future__ import annotations
 
@@ -278,6 +280,28 @@ _reg(IntrinsicDef("__builtin_amdgcn_mfma_f32_16x16x16f16", ("hip",), "mfma",
                   (Arg("a", "vec", "halfx4"), Arg("b", "vec", "halfx4"), Arg("c", "vec", "floatx4"),
                    Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "floatx4",
                   semantics=_mfma_16x16x16f16, doc="D(16x16) = A(16x16) B(16x16) + C, half inputs, float accumulate"))
+
+
+# ------------------------------------------------------------------------------ packed byte dot products
+def _dp4a(a, b, c, unsigned=False):
+    """c + the four products of the bytes of a and b (byte e = bits 8e..8e+7), each byte sign-
+    extended (int overload) or zero-extended (unsigned overload); the sum wraps modulo 2^32."""
+    a = np.asarray(a, np.int64) & 0xFFFFFFFF
+    b = np.asarray(b, np.int64) & 0xFFFFFFFF
+    s = np.asarray(c, np.int64) & 0xFFFFFFFF
+    for e in range(4):
+        x, y = (a >> (8 * e)) & 0xFF, (b >> (8 * e)) & 0xFF
+        if not unsigned:
+            x, y = x - ((x & 0x80) << 1), y - ((y & 0x80) << 1)
+        s = (s + x * y) & 0xFFFFFFFF
+    return (s.astype(np.uint32) if unsigned else s.astype(np.uint32).view(np.int32))
+
+
+_reg(IntrinsicDef("__dp4a", ("cuda",), "dot",
+                  (Arg("a", "scalar"), Arg("b", "scalar"), Arg("c", "scalar")), "T", semantics=_dp4a,
+                  doc="sm_61+: c + four byte products of a and b; __dp4a(int, int, int) -> int sign-extends the "
+                      "bytes, __dp4a(unsigned, unsigned, unsigned) -> unsigned zero-extends them (semantics: "
+                      "unsigned=True); the 32-bit sum wraps around (char4/uchar4 forms not taken)"))
 
 
 # ------------------------------------------------------------------------------ x86 AVX-512

@@ -42,3 +42,11 @@ def gemm_f16_inputs(A, B, M, N, K):
 def gemm_s8_f32(A, B, M, N, K):
     """int8 A[M][K] . int8 B[K][N], exact integer sums returned as float32."""
     return gemm_s8s32(A, B, M, N, K).astype(np.float32)
+
+
+def gemm_s8_dp4a(A4, B4t, M, N, K4):
+    """int8 A[M][K] and B^T[N][K] packed four bytes to an int32 (byte e of word k is element
+    4k + e, little-endian), exact int32 product A . B."""
+    a = np.ascontiguousarray(np.asarray(A4, dtype=np.int32).reshape(M, K4)).view(np.int8).astype(np.int64)
+    bt = np.ascontiguousarray(np.asarray(B4t, dtype=np.int32).reshape(N, K4)).view(np.int8).astype(np.int64)
+    return np.einsum("mk,nk->mn", a, bt).astype(np.int32)
