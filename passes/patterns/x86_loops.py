@@ -201,28 +201,23 @@ def sites(program, func, ops=None):
     facts = XV.Facts(func)
     out, helpers, done = [], set(), []
     loops = [n for n in walk(func.body) if isinstance(n, N.For)]
-    for loop in loops:                  # staged copies forwarded into their reads (x86_staged)
-        if _near(loop, done):
-            continue
-        r = _forwarded(program, func, loop, ops)
-        if r is None:
-            continue
-        out.append((loop, r[0]))
-        helpers |= r[1]
-        done.append(loop)
-    for loop in loops:                  # row dot products, several rows at a time (x86_rows)
-        if _near(loop, done):
-            continue
-        r = _jammed(program, func, loop)
-        if r is None:
-            continue
-        repl, hs = r
+
+    def take(loop, repl, hs):
         names = {n.name for n in walk(N.Block(tuple(repl))) if isinstance(n, N.Intrinsic)}
         if ops and not (names & set(ops)):
-            continue
+            return
         out.append((loop, repl))
-        helpers |= hs
+        helpers.update(hs)
         done.append(loop)
+
+    for loop in loops:                  # staged copies forwarded into their reads (x86_staged)
+        r = None if _near(loop, done) else _forwarded(program, func, loop, ops)
+        if r is not None:
+            take(loop, *r)
+    for loop in loops:                  # row dot products, several rows at a time (x86_rows)
+        r = None if _near(loop, done) else _jammed(program, func, loop)
+        if r is not None:
+            take(loop, *r)
     for loop in reversed(loops):        # walk is pre-order: reversed visits inner loops first
         if _near(loop, done):
             continue
@@ -231,12 +226,7 @@ def sites(program, func, ops=None):
             repl, hs = _vectorize_or_split(func, facts, loop)
         except (NoVec, KeyError):
             continue
-        names = {n.name for n in walk(N.Block(tuple(repl))) if isinstance(n, N.Intrinsic)}
-        if ops and not (names & set(ops)):
-            continue
-        out.append((loop, repl))
-        helpers |= hs
-        done.append(loop)
+        take(loop, repl, hs)
     return out, helpers
 
 

@@ -39,6 +39,7 @@ from xpiler.ir.visit import rewrite, substitute, walk
 
 from . import common as U
 from . import polyz as PZ
+from .x86_rows import _pure
 
 
 class NoForward(Exception):
@@ -61,16 +62,6 @@ def _unwrap(s):
 def _canon(loop) -> bool:
     return isinstance(loop, N.For) and loop.binding is None and loop.cmp == "<" and \
         isinstance(loop.lo, N.Const) and loop.lo.value == 0 and isinstance(loop.step, N.Const) and loop.step.value == 1
-
-
-def _pure(e) -> bool:
-    from .x86_vec import PURE_CALLS
-    for n in walk(e):
-        if isinstance(n, (N.AssignExpr, N.Comma)) or (isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--")):
-            return False
-        if isinstance(n, N.Call) and n.func not in PURE_CALLS:
-            return False
-    return True
 
 
 def _peq(a, b) -> bool:
