@@ -35,7 +35,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from .common import FLOAT, add, assign, b, decl, ix, loop, mul, scalar, tofloat
-from .mfma import F16, NAMES
+from .mfma import F16, I8, NAMES
 
 TX = "threadIdx.x"
 
@@ -188,6 +188,8 @@ class _Planner:
         call = _call_of(s)
         if self.ty:
             return "the kernel reads threadIdx.y / threadIdx.z (a wavefront is not 64 consecutive threadIdx.x)"
+        if call.name == I8:
+            return "the int8 MFMA is lowered by the exchange form only (no lift of packed byte operands yet)"
         half = call.name == F16
         defs, drop, elem = [], [], None
         for arg in call.args[:2]:

@@ -272,6 +272,29 @@ def _mfma_16x16x16f16(a, b, c):
     return np.array([[D[4 * (l // 16) + e, l % 16] for e in range(4)] for l in range(64)], np.float32)
 
 
+def _mfma_16x16x16i8(a, b, c):
+    """Lane l supplies the signed bytes A[i][4g+e] / B[4g+e][i] packed in one int (byte e);
+    D = A B + C in int32 sums that wrap modulo 2^32."""
+    a = np.asarray(a, np.int64) & 0xFFFFFFFF
+    b = np.asarray(b, np.int64) & 0xFFFFFFFF
+    c = np.asarray(c, np.int64)
+    A = np.zeros((16, 16), np.int64)
+    B = np.zeros((16, 16), np.int64)
+    for lane in range(64):
+        i, g = lane % 16, lane // 16
+        for e in range(4):
+            x, y = (a[lane] >> (8 * e)) & 0xFF, (b[lane] >> (8 * e)) & 0xFF
+            A[i, 4 * g + e] = x - 256 * (x >> 7)
+            B[4 * g + e, i] = y - 256 * (y >> 7)
+    C = np.zeros((16, 16), np.int64)
+    for lane in range(64):
+        for e in range(4):
+            C[4 * (lane // 16) + e, lane % 16] = c[lane, e]
+    D = (A @ B + C) & 0xFFFFFFFF
+    D = np.where(D >= 2**31, D - 2**32, D)
+    return np.array([[D[4 * (l // 16) + e, l % 16] for e in range(4)] for l in range(64)], np.int32)
+
+
 _reg(IntrinsicDef("__builtin_amdgcn_mfma_f32_16x16x4f32", ("hip",), "mfma",
                   (Arg("a", "scalar", "float32"), Arg("b", "scalar", "float32"), Arg("c", "vec", "floatx4"),
                    Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "floatx4",
@@ -280,6 +303,12 @@ _reg(IntrinsicDef("__builtin_amdgcn_mfma_f32_16x16x16f16", ("hip",), "mfma",
                   (Arg("a", "vec", "halfx4"), Arg("b", "vec", "halfx4"), Arg("c", "vec", "floatx4"),
                    Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "floatx4",
                   semantics=_mfma_16x16x16f16, doc="D(16x16) = A(16x16) B(16x16) + C, half inputs, float accumulate"))
+_reg(IntrinsicDef("__builtin_amdgcn_mfma_i32_16x16x16i8", ("hip",), "mfma",
+                  (Arg("a", "scalar", "int32"), Arg("b", "scalar", "int32"), Arg("c", "vec", "intx4"),
+                   Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "intx4",
+                  semantics=_mfma_16x16x16i8,
+                  doc="D(16x16) = A(16x16) B(16x16) + C, signed bytes packed four to an int (the f16 lane "
+                      "layout), int32 sums wrapping modulo 2^32"))
 
 
 # ------------------------------------------------------------------------------ packed byte dot products
