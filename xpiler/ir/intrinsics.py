@@ -254,45 +254,39 @@ def _mfma_16x16x4f32(a, b, c):
     return np.array([[D[4 * (l // 16) + e, l % 16] for e in range(4)] for l in range(64)], np.float32)
 
 
-def _mfma_16x16x16f16(a, b, c):
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    c = np.asarray(c, np.float32)
-    A = np.zeros((16, 16), np.float32)
-    B = np.zeros((16, 16), np.float32)
+def _mfma_k16(a, b, c, dt):
+    """The 16x16x16 layouts: lane l (i = l % 16, g = l / 16) supplies a[l][e] = A[i][4g+e] and
+    b[l][e] = B[4g+e][i] and holds C[4g+e][i] in c[l][e]; returns D = A B + C (16 x 16, ``dt``)
+    and the lanes' view of it."""
+    A = np.zeros((16, 16), dt)
+    B = np.zeros((16, 16), dt)
+    C = np.zeros((16, 16), dt)
     for lane in range(64):
         i, g = lane % 16, lane // 16
         for e in range(4):
             A[i, 4 * g + e] = a[lane, e]
             B[4 * g + e, i] = b[lane, e]
-    C = np.zeros((16, 16), np.float32)
-    for lane in range(64):
-        for e in range(4):
-            C[4 * (lane // 16) + e, lane % 16] = c[lane, e]
-    D = A @ B + C
-    return np.array([[D[4 * (l // 16) + e, l % 16] for e in range(4)] for l in range(64)], np.float32)
+            C[4 * g + e, i] = c[lane, e]
+    return A @ B + C
+
+
+def _lanes(D, dt):
+    return np.array([[D[4 * (l // 16) + e, l % 16] for e in range(4)] for l in range(64)], dt)
+
+
+def _mfma_16x16x16f16(a, b, c):
+    f = np.float32
+    return _lanes(_mfma_k16(np.asarray(a, f), np.asarray(b, f), np.asarray(c, f), f), f)
 
 
 def _mfma_16x16x16i8(a, b, c):
     """Lane l supplies the signed bytes A[i][4g+e] / B[4g+e][i] packed in one int (byte e);
     D = A B + C in int32 sums that wrap modulo 2^32."""
-    a = np.asarray(a, np.int64) & 0xFFFFFFFF
-    b = np.asarray(b, np.int64) & 0xFFFFFFFF
-    c = np.asarray(c, np.int64)
-    A = np.zeros((16, 16), np.int64)
-    B = np.zeros((16, 16), np.int64)
-    for lane in range(64):
-        i, g = lane % 16, lane // 16
-        for e in range(4):
-            x, y = (a[lane] >> (8 * e)) & 0xFF, (b[lane] >> (8 * e)) & 0xFF
-            A[i, 4 * g + e] = x - 256 * (x >> 7)
-            B[4 * g + e, i] = y - 256 * (y >> 7)
-    C = np.zeros((16, 16), np.int64)
-    for lane in range(64):
-        for e in range(4):
-            C[4 * (lane // 16) + e, lane % 16] = c[lane, e]
-    D = (A @ B + C) & 0xFFFFFFFF
-    D = np.where(D >= 2**31, D - 2**32, D)
-    return np.array([[D[4 * (l // 16) + e, l % 16] for e in range(4)] for l in range(64)], np.int32)
+    def signed_bytes(w):
+        x = (np.asarray(w, np.int64)[:, None] >> (8 * np.arange(4))) & 0xFF
+        return x - 256 * (x >> 7)
+    D = _mfma_k16(signed_bytes(a), signed_bytes(b), np.asarray(c, np.int64), np.int64) & 0xFFFFFFFF
+    return _lanes(np.where(D >= 2**31, D - 2**32, D), np.int32)
 
 
 _reg(IntrinsicDef("__builtin_amdgcn_mfma_f32_16x16x4f32", ("hip",), "mfma",
