@@ -3,6 +3,7 @@ lane layout with signed bytes packed four to an int, int32 sums wrapping), deten
 exchange form (passes/lowering/mfma.py; the lift refuses it with a reason), and our own hip
 output for conv2d_nhwc_vnni.c migrated again to cuda, verified exactly on the SIMT emulator."""
 import numpy as np
+import pytest
 
 from xpiler.api import migrate
 from xpiler.frontend import parse_text
@@ -87,3 +88,12 @@ def test_own_hip_output_migrates_back_to_cuda_and_verifies(tmp_path):
     r = migrate(h.output_path, to="cuda", outdir=tmp_path / "c", perf=False)
     assert r.verified and "emu:simt-cpu" in r.verdict.substrate, [str(d) for d in r.diagnostics][:2]
     assert I8 not in r.code and "(int8_t)((unsigned)" in r.code
+
+
+@pytest.mark.parametrize("to,substrate", [("cuda", "emu:simt-cpu"), ("c", "hw:cpu-avx512vnni"),
+                                          ("bang", "emu:bang-cpu")])
+def test_wild_int8_mfma_gemm_migrates_and_verifies(to, substrate, tmp_path):
+    src = EXAMPLES / "wild" / "gemm" / "gemm_int8_mfma.hip"
+    r = migrate(src, to=to, outdir=tmp_path / "o", perf=False)
+    assert r.verified and substrate in r.verdict.substrate, [str(d) for d in r.diagnostics][:2]
+    assert I8 + "(" not in r.code
