@@ -1,7 +1,7 @@
-"""Legality questions the loop passes share (binding, split, fuse, reorder), answered exactly.
+"""Legality questions the loop passes share (binding, split, fuse, reorder), answered exactly:
+the project's one dependence module.
 
-Where ``xpiler.ir.dependence`` works on affine subscripts, kernels written in plain C index
-through *pointer aliases* (``float *c = C + (long)i * N; c[j] = ...``) and *size products*
+Kernels written in plain C index through *pointer aliases* (``float *c = C + (long)i * N; c[j] = ...``) and *size products*
 (``i * N + j``, ``t / M``) that are not affine.  This module builds an *analysis view* of a
 function and hands the questions to Z3 over the integers, with non-linear terms allowed:
 

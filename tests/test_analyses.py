@@ -1,15 +1,16 @@
-"""Analyses over the IR (affine access functions, Z3 dependence / legality, footprints) and
-the intrinsic registry's reference semantics."""
+"""Analyses over the IR (affine access functions, Z3 dependence / legality through the one
+dependence module passes/dependence.py, footprints) and the intrinsic registry's reference
+semantics."""
 import numpy as np
 import pytest
 
 from xpiler.frontend import parse_text
 from xpiler.ir import nodes as N
 from xpiler.ir.affine import Affine, accesses, context_for, to_affine
-from xpiler.ir.dependence import carried, check_interchange, check_parallel, sizes_positive
 from xpiler.ir.footprint import footprint, footprints_per_level
 from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import find_loop
+from passes.dependence import carried, check_parallel, interchange_violation
 
 GEMM = """
 #define TILE 4
@@ -47,15 +48,12 @@ def test_affine_with_macros_lets_and_aliases():
 
 def test_dependence_gemm():
     p, f, ctx = _prog(GEMM)
-    pos = sizes_positive("M", "N", "K")
     i = find_loop(f, "i")
-    assert check_parallel(i, ctx, pos) is None               # rows of C are independent
+    assert check_parallel(p, f, i) is None                   # rows of C are independent
     k = find_loop(f, "k")
-    why = check_parallel(k, ctx, pos)
-    assert why is not None and "'C'" in why                  # C[i][j] accumulates over k
-    inner_j = [l for l in find_loop(k, "j").body.stmts]
-    assert inner_j  # the nest exists
-    assert check_interchange(k, find_loop(k.body, "j"), ctx, pos) is None
+    why = check_parallel(p, f, k)
+    assert why is not None and why.buffer == "C"             # C[i][j] accumulates over k
+    assert interchange_violation(p, f, k, find_loop(k.body, "j")) is None
 
 
 def test_dependence_shifted_access_is_carried_and_direction_blocks_interchange():
@@ -66,12 +64,12 @@ void stencil(float* a, int n, int m) {
             a[i * m + j] = a[(i - 1) * m + j + 1] + 1.0f;
 }"""
     p, f, ctx = _prog(src)
-    pos = sizes_positive("n", "m")
     i, j = find_loop(f, "i"), find_loop(f, "j")
-    deps = carried(i, ctx, pos)
+    deps = carried(p, f, i)
     assert any(d.kind == "flow" and d.buffer == "a" for d in deps)
-    assert check_parallel(j, ctx, pos) is None               # within a row no conflict
-    assert check_interchange(i, j, ctx, pos) is not None     # direction (<, >)
+    assert check_parallel(p, f, j) is None                   # within a row no conflict
+    why = interchange_violation(p, f, i, j)
+    assert why is not None and "(<, >)" in why               # direction (<, >)
 
 
 def test_dependence_even_odd_steps_do_not_conflict():
@@ -81,17 +79,17 @@ void f(float* a, int n) {
         a[i + 1] = a[i] * 2.0f;
 }"""
     p, f, ctx = _prog(src)
-    assert check_parallel(find_loop(f, "i"), ctx, sizes_positive("n")) is None
+    assert check_parallel(p, f, find_loop(f, "i")) is None
     src2 = src.replace("a[i + 1] = a[i]", "a[i + 2] = a[i]")
     p, f, ctx = _prog(src2)
-    assert check_parallel(find_loop(f, "i"), ctx, sizes_positive("n")) is not None
+    assert check_parallel(p, f, find_loop(f, "i")) is not None
 
 
 def test_scalar_reduction_is_reported():
     src = "float f(const float* a, int n) { float s = 0.0f; for (int i = 0; i < n; ++i) s += a[i]; return s; }"
     p, f, ctx = _prog(src)
-    deps = carried(find_loop(f, "i"), ctx)
-    assert [d.kind for d in deps] == ["scalar"] and deps[0].reason == "reduction"
+    deps = carried(p, f, find_loop(f, "i"))
+    assert [d.kind for d in deps] == ["scalar"] and deps[0].reason == "scalar reduction"
 
 
 def test_intrinsic_effects_in_dependence_and_footprint():
@@ -110,7 +108,7 @@ __mlu_global__ void k(float* x, float* y, int n) {
     assert {(a.buffer, a.mode) for a in acc} >= {("buf", "w"), ("buf", "r"), ("x", "r"), ("y", "w")}
     fp = footprint(loop, {"n": 256}, ctx)
     assert fp["buf"].elements == 64
-    deps = carried(loop, ctx, sizes_positive("n"))
+    deps = carried(p, f, loop)
     assert any(d.buffer == "buf" for d in deps)               # one NRAM buffer reused by every iteration
 
 

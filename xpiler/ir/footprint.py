@@ -14,7 +14,6 @@ from typing import Optional
 
 from . import nodes as N
 from .affine import Affine, Context, accesses, to_affine
-from .dependence import _extent_affine
 from .visit import walk
 
 
@@ -117,3 +116,53 @@ def footprints_per_level(func: N.Func, env: Optional[dict] = None, ctx: Optional
 
     visit(func.body if isinstance(func, N.Func) else func, dict(env or {}))
     return res
+
+
+# ------------------------------------------------ the element count of an intrinsic effect
+def _strip_sizeof(e):
+    """x * sizeof(T) -> x (a byte count as an element count); None when there is no such factor."""
+    if isinstance(e, N.BinOp) and e.op == "*":
+        if isinstance(e.rhs, N.SizeOf):
+            return e.lhs
+        if isinstance(e.lhs, N.SizeOf):
+            return e.rhs
+        inner = _strip_sizeof(e.lhs)
+        if inner is not None:
+            return N.BinOp("*", inner, e.rhs)
+    if isinstance(e, N.SizeOf):
+        return N.Const(1, "int32", "1")
+    return None
+
+
+def _extent_affine(acc, ctx):
+    """The element count an intrinsic effect covers, as an Affine, or None."""
+    if acc.extent is None:
+        return Affine.of({}, 1)
+    text, env, unit = acc.extent
+    vals = {}
+    for k, v in env.items():
+        if v is None:
+            vals[k] = None
+            continue
+        if unit == "byte" and isinstance(v, N.Expr) and k != "dir":
+            v2 = _strip_sizeof(v)
+            vals[k] = to_affine(v2, ctx) if v2 is not None else _Unknown()
+        else:
+            vals[k] = to_affine(v, ctx) if isinstance(v, N.Expr) else None
+            if vals[k] is None:
+                vals[k] = _Unknown()
+    try:
+        r = eval(text, {"__builtins__": {}}, vals)
+    except Exception:
+        return None
+    if isinstance(r, int):
+        return Affine.of({}, r)
+    return r if isinstance(r, Affine) else None
+
+
+class _Unknown:
+    """Stands for an argument whose value is not affine: poisons any arithmetic."""
+
+    def __add__(self, o):
+        return self
+    __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __floordiv__ = __add__
