@@ -25,16 +25,8 @@ for c -> cuda / hip (``xpiler/schedule/routes_lanes.py``, which logs them one by
 plan logs the whole normalization as one step, and ``xpiler replay`` re-derives it by running
 this step again (it is deterministic: candidates are taken in the passes' own order).
 
-With ``rows=True`` (c -> bang, the plan tried after the one above) the step serves a row kernel
-whose reductions run in lane arrays and whose vector loops end in masked tails
-(softmax_avx512.c), see :func:`flatten_rows`: helpers inlined, lane fusions and contractions,
-lane accumulators made scalars (passes/lane_accumulators.py), each vector loop joined with its
-masked tail into one element loop (``lowering/chunk_tail.join_masked``, whose module text gives
-the argument for each rewrite).
-
-Parameters: ``entry``, ``vectors``, ``rows``. Refusals: XP4002 when no loop collapses (the program has no lane loop
-under a vector loop, so there is nothing to flatten: the plan without this step follows); with
-``rows=True``, XP4002 when no vector loop joins with its tail.
+Parameters: ``entry``, ``vectors``. Refusals: XP4002 when no loop collapses (the program has no lane loop
+under a vector loop, so there is nothing to flatten: the plan without this step follows).
 """
 from __future__ import annotations
 
@@ -49,8 +41,6 @@ NAME = "flatten_lanes"
 MAX_LANES = 64
 #: at most this many rewrites of one kind (a bound on the walk)
 MAX_STEPS = 32
-#: the bound for a row kernel (rows=True), whose inlined helpers bring many lane loops
-MAX_ROW_STEPS = 256
 
 
 def _const(e):
@@ -275,83 +265,16 @@ def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
     return replace_func(program, fn, fn.with_(body=body))
 
 
-# ------------------------------------------------------------------ row kernels (rows=True)
-def splice_nested(fn: N.Func) -> N.Func:
-    """``fn`` with each plain ``{ ... }`` statement block, at any depth, replaced by its statements
-    when no name it declares directly is a parameter or appears anywhere in ``fn`` outside it
-    (the rule of ``binding.splice_blocks``, which splices the top level only): an inlined helper
-    leaves its lane loops in such blocks, where the fuse pass does not see them as neighbours."""
-    params = {p.name for p in fn.params}
-    while True:
-        done = []
-
-        def blk(b):
-            if done or not isinstance(b, N.Block):
-                return b
-            out = []
-            for s in b.stmts:
-                if type(s) is N.Block and not done:
-                    own = {d.name for d in s.stmts if isinstance(d, N.Decl)}
-                    inside = {id(x) for x in walk(s)}
-                    rest = {x.var if isinstance(x, N.For) else x.name for x in walk(fn.body)
-                            if id(x) not in inside and isinstance(x, (N.Var, N.Decl, N.For))}
-                    if not own & (params | rest):
-                        out.extend(s.stmts)
-                        done.append(s)
-                        continue
-                out.append(s)
-            return b.with_(stmts=tuple(out))
-        from xpiler.ir.visit import rewrite
-        body = rewrite(fn.body, blk)
-        if not done:
-            return fn
-        fn = fn.with_(body=body)
-
-
-def flatten_rows(program: N.Program, entry: str) -> tuple[N.Program, list]:
-    """A detensorized row kernel whose reductions run in lane arrays and whose vector loops end
-    in masked tails (softmax_avx512.c), made element loops: the helpers the kernel calls on lane
-    arrays inlined (``inline_helpers.prepare_source``: detensorize made them pointer helpers) and
-    their blocks spliced; the lane fusions and contractions; each lane accumulator made one
-    scalar (``contraction(mode="lanes")``, passes/lane_accumulators.py); each chunk loop and its
-    masked tail joined into one loop (``lowering/chunk_tail.join_masked``)."""
-    from .inline_helpers import prepare_source
-    from .lowering.chunk_tail import join_masked
-    from .lowering.common import Names
-    from .patterns.common import replace_func
-    from . import lane_accumulators as LA
+def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
+    """The program after the lane fusions, contractions and collapses, and the ``(pass, params)``
+    applied, in order."""
     done = []
-    inl = prepare_source(program, entry)
-    if inl is not program:
-        program = inl
-        done.append(("inline", {"entry": entry}))
-    fn = program.func(entry)
-    program = replace_func(program, fn, splice_nested(fn))
-    # an inlined helper brings a lane loop per statement (twice, for a loop and its tail)
-    program, more = _lane_steps(program, entry, ("fuse", "contraction"), MAX_ROW_STEPS)
-    done += more
-    for _ in range(MAX_STEPS):
-        for params in [c for c in LA.candidates(program) if c["entry"] == entry]:
-            try:
-                program = get("contraction").apply(program, **params)
-            except PassError:
-                continue
-            done.append(("contraction", dict(params)))
-            break
-        else:
-            break
-    fn = program.func(entry)
-    body, joined = join_masked(fn, fn.body, Names(program), getattr(program, "macros", ()))
-    if joined:
-        program = replace_func(program, fn, fn.with_(body=body))
-        done.append(("join_masked", {"entry": entry, "pairs": joined}))
-    return program, done
-
-
-def _lane_steps(program, entry, kinds, bound: int = MAX_STEPS) -> tuple:
-    done = []
-    for kind in kinds:
-        for _ in range(bound):
+    vec = vectors_to_lanes(program, entry)
+    if vec is not None:
+        program = vec
+        done.append(("vectors_to_lanes", {"entry": entry}))
+    for kind in ("fuse", "contraction", "collapse"):
+        for _ in range(MAX_STEPS):
             fn = program.func(entry)
             for params in _candidates(program, entry, kind):
                 if not _picks(fn, kind, params):
@@ -367,33 +290,15 @@ def _lane_steps(program, entry, kinds, bound: int = MAX_STEPS) -> tuple:
     return program, done
 
 
-def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
-    """The program after the lane fusions, contractions and collapses, and the ``(pass, params)``
-    applied, in order."""
-    done = []
-    vec = vectors_to_lanes(program, entry)
-    if vec is not None:
-        program = vec
-        done.append(("vectors_to_lanes", {"entry": entry}))
-    program, more = _lane_steps(program, entry, ("fuse", "contraction", "collapse"))
-    return program, done + more
+def check(program: N.Program, *, entry: str, vectors: bool = False, **_) -> None:
+    apply(program, entry=entry, vectors=vectors)
 
 
-def check(program: N.Program, *, entry: str, vectors: bool = False, rows: bool = False, **_) -> None:
-    apply(program, entry=entry, vectors=vectors, rows=rows)
-
-
-def apply(program: N.Program, *, entry: str, vectors: bool = False, rows: bool = False, **_) -> N.Program:
+def apply(program: N.Program, *, entry: str, vectors: bool = False, **_) -> N.Program:
     try:
         program.func(entry)
     except KeyError:
         raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
-    if rows:
-        out, done = flatten_rows(program, entry)
-        if not any(name == "join_masked" for name, _ in done):
-            raise PassError(NAME, f"no vector loop of '{entry}' and its masked tail join into one element loop",
-                            None, "XP4002")
-        return out
     out, done = flatten(program, entry)
     if vectors and not any(name == "vectors_to_lanes" for name, _ in done):
         raise PassError(NAME, f"'{entry}' reads and writes no short vectors (float4) through cast pointers",

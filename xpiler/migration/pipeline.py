@@ -106,12 +106,7 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # general plan follows unchanged when this one does not verify
         lanes = general[:2] + [("flatten_lanes", {REQUIRE: True})] + general[2:-1] + [
             ("tensorize", {"target": dst, REQUIRE: True})]
-        # a row kernel with lane-array reductions and masked tails (softmax_avx512.c): its helpers
-        # inlined, lane accumulators made scalars and each vector loop joined with its masked tail
-        # into one element loop (flatten_lanes rows=True), then NRAM rows and __bang_* ops; probed
-        rows = general[:2] + [("flatten_lanes", {"rows": True, REQUIRE: True})] + general[2:-1] + [
-            ("tensorize", {"target": dst, REQUIRE: True})]
-        return [lanes, rows, general]
+        return [lanes, general]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"}), ("cache", {"target": "c"}), gemm_c],
                 [("binding", {"target": "c"})] + _finish("c")]
