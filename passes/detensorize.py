@@ -53,18 +53,13 @@ from xpiler.passes.base import PassError
 
 from .lowering import bang as L_bang, dp4a as L_dp4a
 from .lowering.common import Names, TypeEnv, block
+from .lowering.common import call_name as _call_name
 
 NAME = "detensorize"
 DIALECTS = ("cuda", "hip", "bang", "c")
 
 
 # ------------------------------------------------------------------------------ discovery
-def _call_name(e):
-    if isinstance(e, N.Intrinsic):
-        return e.name
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        return e.func
-    return None
 
 
 def _family_of(name: str, dialect: str):

@@ -18,6 +18,15 @@ FLOAT = N.Scalar("float32", "float")
 
 
 # ------------------------------------------------------------------------------ builders
+def call_name(e):
+    """The name an intrinsic or a plain function call calls, else None."""
+    if isinstance(e, N.Intrinsic):
+        return e.name
+    if isinstance(e, N.Call) and isinstance(e.func, str):
+        return e.func
+    return None
+
+
 def c(v) -> N.Const:
     if isinstance(v, bool):
         return N.Const(int(v), "int32", str(int(v)))

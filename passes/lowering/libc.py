@@ -28,20 +28,13 @@ from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, walk
 
 from .common import INT, TypeEnv, add, assign, b, c, decl, ix, loop, sizeof_count
+from .common import call_name as _name
 
 #: value-returning range operations (hoisted into a loop before the statement)
 VALUE_CALLS = {"max_element", "min_element", "distance"}
 #: statement-only range operations (the call becomes the loop)
 STMT_CALLS = {"memcpy", "memset", "copy", "fill"}
 NAMES = VALUE_CALLS | STMT_CALLS
-
-
-def _name(e):
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        return e.func
-    if isinstance(e, N.Intrinsic):
-        return e.name
-    return None
 
 
 def _pure(e) -> bool:

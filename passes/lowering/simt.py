@@ -15,16 +15,9 @@ from xpiler.ir.visit import rewrite, walk
 
 from . import mfma as L_mfma, mfma_lift as L_lift, warp as L_warp, wmma as L_wmma, wmma_lift as L_wlift
 from .common import FLOAT, INT, add, assign, base_name, block, c, cast, decl, ix, mul
+from .common import call_name as _name
 
 LANE_BUILTINS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "__lane_id")
-
-
-def _name(e):
-    if isinstance(e, N.Intrinsic):
-        return e.name
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        return e.func
-    return None
 
 
 def _is_collective(e) -> bool:

@@ -28,6 +28,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
 
 from .common import FLOAT, add, assign, b, cast, decl, ix, loop, mul, scalar, tofloat
+from .common import call_name as _cname
 from .mfma_lift import _Planner, _lists
 from .wmma import NAMES, _is_col, frag_shape, short
 
@@ -40,14 +41,6 @@ class WLift:
     kinds: dict         # fragment -> kind
     loads: dict         # id(mma statement) -> {fragment: (pointer, ldm, col_major)}
     drop: set           # ids of the load statements forwarded into an mma
-
-
-def _cname(e):
-    if isinstance(e, N.Intrinsic):
-        return e.name
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        return e.func
-    return None
 
 
 def _call(s):

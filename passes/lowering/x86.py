@@ -26,6 +26,7 @@ from xpiler.ir.visit import walk, rewrite
 from . import chunk_tail, x86_dot_sum as dot_sum
 from .common import (FLOAT, INT, add, assign, b, block, c, cast, cf, cond, decl, ix, loop, mul, ptr,
                      scalar)
+from .common import call_name as _name
 
 U8, I8, I16, I32, U32, I64, F64 = (scalar("uint8"), scalar("int8"), scalar("int16"), scalar("int32"),
                                    scalar("uint32"), scalar("int64"), scalar("float64"))
@@ -42,14 +43,6 @@ MASK_SPELL = {"__mmask8": ("uint8", "uint8_t"), "__mmask16": ("uint16", "uint16_
 
 def is_x86(name: str) -> bool:
     return name.startswith(("_mm512_", "_mm256_", "_mm_"))
-
-
-def _name(e):
-    if isinstance(e, N.Intrinsic):
-        return e.name
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        return e.func
-    return None
 
 
 def _sfx(name):

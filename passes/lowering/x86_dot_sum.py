@@ -45,18 +45,11 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
 
 from .common import b, cast, loop, scalar
+from .common import call_name as _name
 
 U32, I32, U8, I8 = scalar("uint32"), scalar("int32"), scalar("uint8"), scalar("int8")
 ZERO = ("_mm512_setzero_si512", "_mm512_setzero_epi32")
 LOADS = ("_mm512_loadu_si512", "_mm512_loadu_epi8", "_mm512_maskz_loadu_epi8")
-
-
-def _name(e):
-    if isinstance(e, N.Intrinsic):
-        return e.name
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        return e.func
-    return None
 
 
 def update_operands(s, acc):
