@@ -98,7 +98,14 @@ def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # the plain contraction (passes/unblock.py), so that cache / tensorize write shared-memory
         # (LDS) tiles and MFMA / WMMA for it; probed, the general plan when unblock does not apply
         matrix = general[:2] + [("unblock", {REQUIRE: True})] + general[2:]
-        return [matrix, general]
+        # a row loop over one NRAM-staged padded row (softmax.mlu) is un-staged into a plain row
+        # body over global memory (passes/unstage_rows.py), which loop recovery collapses into one
+        # loop over the rows, bound one block per row with shuffle reductions
+        # (passes/block_rows.py); probed through the binding, the general plan when it does not apply
+        rows = general[:1] + [("unstage_rows", {REQUIRE: True}), recover(), ("argmax_value", {}),
+                              ("binding", {"target": dst, "rows": "block", "reduce": "shuffle", "block": 256,
+                                           REQUIRE: True})] + _finish(dst)
+        return [matrix, rows, general]
     if src == "c" and dst == "bang":
         # a detensorized vector kernel (AVX-512 lane loops) is flattened to element loops
         # (passes/flatten_lanes.py) so that cache / tensorize stage it in NRAM and write __bang_*

@@ -1,0 +1,131 @@
+"""Row un-staging (``passes/unstage_rows.py``): a BANG row loop over one NRAM-staged padded row
+becomes a plain row body over global memory; each mutated source that breaks one obligation is
+refused with its diagnostic; softmax.mlu -> cuda / hip binds one block per row by default."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xpiler.frontend import parse_text
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+from xpiler.passes import detensorize, unstage_rows
+from xpiler.passes.base import PassError
+from xpiler.printers import print_program
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = (ROOT / "examples/softmax/softmax.mlu").read_text()
+
+
+def _prog(src, name="softmax"):
+    prog = parse_text(src, "bang", f"{name}.mlu")
+    out = detensorize.apply(prog, entry=name, target="cuda")
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _refusal(src, name="softmax"):
+    with pytest.raises(PassError) as e:
+        unstage_rows.apply(_prog(src, name), entry=name)
+    return e.value
+
+
+def test_softmax_row_reads_global_memory_and_keeps_its_tail():
+    new = unstage_rows.apply(_prog(SOFTMAX), entry="softmax")
+    fn = new.func("softmax")
+    assert not any(isinstance(it, N.Decl) and it.scope == "nram" for it in new.items)
+    assert not any(isinstance(n, N.Var) and n.name in ("row_buf", "red_buf") for n in walk(fn))
+    text = print_program(new)
+    # the first element: a main lane when cols > 0, else the tail's value
+    assert "(0 < cols ? (float)(x + (long)r * cols)[0] : (float)NEG_BIG)" in text
+    # each padded loop split at cols: the max and the sum keep their tail (NEG_BIG is no identity
+    # of the sum once exp'd, so it stays as a loop that reads no memory)
+    assert "for (int xpd_i4 = 1; xpd_i4 < cols; ++xpd_i4)" in text
+    assert "for (int xpd_i4 = cols; xpd_i4 < padded; ++xpd_i4)" in text
+    assert "for (int xpd_i11 = cols; xpd_i11 < padded; ++xpd_i11)" in text
+    assert "expf((float)((float)NEG_BIG - xpd_s6))" in text
+    # the copy-out recomputes the row from x; only the cols valid lanes are stored
+    assert "(y + (long)r * cols)[xpd_j14] = (float)((float)expf((float)((float)(x + (long)r * cols)[xpd_j14]" in text
+    # the unread index of __bang_max is gone
+    assert "xpd_best2" not in text
+
+
+def test_zero_tail_of_a_sum_is_dropped():
+    src = """#include <bang.h>
+#define ALIGN 32
+__nram__ float buf[8192];
+__nram__ float red[32];
+extern "C" __mlu_global__ void rsum(const float *x, float *y, int rows, int cols)
+{
+    int padded = (cols + ALIGN - 1) / ALIGN * ALIGN;
+    for (int r = taskId; r < rows; r += taskDim) {
+        __bang_write_zero(buf, padded);
+        __memcpy(buf, x + (long)r * cols, cols * sizeof(float), GDRAM2NRAM);
+        __bang_sum(red, buf, padded);
+        y[r] = red[0];
+    }
+}
+"""
+    text = print_program(unstage_rows.apply(_prog(src, "rsum"), entry="rsum"))
+    assert "buf" not in text.split("rsum(")[1].replace("xpd", "")
+    # the zero tail adds nothing to a sum that starts at +0 (dropped); the main lanes read x
+    body = text[text.index("void rsum"):]
+    assert body.count("for (int") == 2            # rows, then the main lanes only
+    assert "< cols;" in body and "< padded;" not in body
+
+
+def test_tail_not_refilled_is_refused():
+    # without the NEG_BIG fill the tail holds what an earlier row left in NRAM
+    src = SOFTMAX.replace("        for (int c = cols; c < padded; ++c)\n            row_buf[c] = NEG_BIG;\n", "")
+    assert src != SOFTMAX
+    e = _refusal(src)
+    assert e.code == "XP4282" and "tail lanes" in e.why
+
+
+def test_tail_copied_out_is_refused():
+    src = SOFTMAX.replace("__memcpy(y + (long)r * cols, row_buf, cols * sizeof(float), NRAM2GDRAM);",
+                          "__memcpy(y + (long)r * cols, row_buf, padded * sizeof(float), NRAM2GDRAM);")
+    assert src != SOFTMAX
+    e = _refusal(src)
+    assert e.code == "XP4283" and "global memory" in e.why
+
+
+def test_partial_store_into_the_main_lanes_is_refused():
+    # a store over lanes [1, cols) leaves lane 0 with the old value: no single main value
+    src = SOFTMAX.replace("__bang_sub_scalar(row_buf, row_buf, row_max, padded);",
+                          "__bang_sub_scalar(row_buf + 1, row_buf + 1, row_max, cols - 1);")
+    assert src != SOFTMAX
+    e = _refusal(src)
+    assert e.code == "XP4281"
+
+
+def test_block_of_rows_is_not_a_single_staged_row():
+    for name in ("layernorm", "rmsnorm"):
+        src = (ROOT / f"examples/{name}/{name}.mlu").read_text()
+        e = _refusal(src, name)
+        assert e.code == "XP4281" and "not a row loop over one staged row" in e.why
+
+
+def test_no_nram_does_not_apply():
+    src = """#include <bang.h>
+extern "C" __mlu_global__ void cp(const float *x, float *y, int n)
+{
+    for (int i = taskId; i < n; i += taskDim)
+        y[i] = x[i];
+}
+"""
+    e = _refusal(src, "cp")
+    assert e.code == "XP4002"
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+def test_softmax_mlu_binds_one_block_per_row(tmp_path, target):
+    from xpiler.migration.driver import migrate
+    r = migrate(ROOT / "examples/softmax/softmax.mlu", target, outdir=tmp_path / "out", jobs=1, perf=False)
+    assert r.verified, [str(d) for d in r.diagnostics]
+    names = [s.pass_name for s in r.steps]
+    assert "unstage_rows" in names
+    code = r.output_path.read_text()
+    assert "for (int r = blockIdx.x; r < rows; r += gridDim.x)" in code
+    assert "task" not in code.split("__global__")[1].split("_host")[0]
+    assert "__shfl_xor" in code
