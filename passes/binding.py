@@ -50,7 +50,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import rewrite, substitute, walk
 
-from .base import PassError
+from .base import AlternativeRefused, PassError
 from . import block_core
 from . import block_rows
 from . import warp_reduce
@@ -77,7 +77,7 @@ FALLBACK_GRID = 256          # blocks when the trip count is not an expression o
 def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
           block: int = 256, grid_cap=None, dims: int | None = None, tasks: int = 4,
           func_type: str = "union1", atomics: bool = False, rows: str = "thread", instances=None,
-          regrid: bool = False, reduce: str = "tree", **_):
+          regrid: bool = False, reduce: str = "tree", row_kernel: bool = False, **_):
     """Bind (or retarget) ``entry``; returns ``(Program, launch)`` or a Program (retarget, c).
     ``regrid=True`` (retarget of a grid-stride kernel): the returned Program's launch
     (``Program.launch_of(entry)``) is sized from the problem,
@@ -88,12 +88,16 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     reductions fold with warp shuffles instead of a shared-memory tree (``passes/warp_reduce.py``).
     ``rows="warp"`` (cuda/hip): one warp per row, column loops over its lanes, shuffle
     reductions, no shared memory (``passes/warp_rows.py``).
+    ``row_kernel=True`` (with ``rows="block"``): the default plans' form of a row kernel; the
+    kernel must also meet the row-kernel rule (``block_rows.check_row_kernel``), and every refusal
+    is an ``AlternativeRefused`` (XP4002), so a plan may take it as a required step or an
+    alternative and keep today's binding where it does not apply.
     ``instances`` (the spec's instances as parameter name -> value dicts, given by the driver,
     never logged as a parameter) lets run-time sized local arrays get a constant size on SIMT
     targets (``passes/runtime_arrays.py``)."""
     plan = check(program, entry=entry, target=target, mode=mode, loop=loop, block=block,
                  grid_cap=grid_cap, dims=dims, tasks=tasks, func_type=func_type, atomics=atomics, rows=rows,
-                 regrid=regrid, reduce=reduce)
+                 regrid=regrid, reduce=reduce, row_kernel=row_kernel)
     if mode == "retarget":
         prog = _retarget(program, plan)
         # regrid sizes the launch from the problem: the program's launch (docs/ir.md); a plain
@@ -108,13 +112,27 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "
     return prog, launch
 
 
-def check(program: N.Program, *, reduce: str = "tree", **kw) -> dict:
+def check(program: N.Program, *, reduce: str = "tree", row_kernel: bool = False, **kw) -> dict:
     """Raise PassError when the binding is illegal; else return the plan ``apply`` follows.
-    ``reduce`` other than "tree" must have block reductions to fold (``warp_reduce``)."""
-    plan = _check(program, reduce=reduce, **kw)
-    if reduce != "tree":
-        warp_reduce.check_planned(plan, reduce)
-    return plan
+    ``reduce`` other than "tree" must have block reductions to fold (``warp_reduce``).
+    ``row_kernel=True``: ``rows="block"`` for a row kernel only, refusals as AlternativeRefused."""
+    if not row_kernel:
+        plan = _check(program, reduce=reduce, **kw)
+        if reduce != "tree":
+            warp_reduce.check_planned(plan, reduce)
+        return plan
+    try:
+        if kw.get("rows") != "block" or kw.get("mode", "bind") != "bind":
+            raise PassError(NAME, "row_kernel=True qualifies rows='block' (mode='bind')", None, "XP4001")
+        plan = _check(program, reduce=reduce, **kw)
+        block_rows.check_row_kernel(plan["rows_plan"])
+        if reduce != "tree":
+            warp_reduce.check_planned(plan, reduce)
+        return plan
+    except AlternativeRefused:
+        raise
+    except PassError as e:
+        raise AlternativeRefused(NAME, f"row kernel: {e.why}") from None
 
 
 def _check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = "bind", loop=None,
@@ -595,7 +613,7 @@ def _plan_block_rows(program, func, target, loop, block, grid_cap, reduce="tree"
     body, launch = block_rows.build(program, func, pl, trip_count_expr(program, func, lp), grid_cap, fresh)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": 4,
-            "func_type": "union1", "atomic": ()}
+            "func_type": "union1", "atomic": (), "rows_plan": pl}
 
 
 def _plan_warp_rows(program, func, target, loop, block, grid_cap) -> dict:

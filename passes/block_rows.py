@@ -119,6 +119,34 @@ def plan(program, func: N.Func, row: N.For, target: str, block: int, reduce: str
     return {"units": units, "block": block, "row": row, "reduce": reduce, "target": target}
 
 
+def check_row_kernel(pl: dict) -> None:
+    """The default plans' rule for a row kernel (the cuda/hip plans bind such a kernel one block
+    per row, ``xpiler/migration/pipeline.py``: ``ROWS``); PassError XP4002 unless it holds.
+
+    A row kernel reduces its row: at least one column loop holds a reduction, every column loop
+    is a leaf loop (its body holds no loop) and none has a constant trip count below the block.
+    A column loop that nests loops walks a window (pooling, convolution, the sampling points of
+    deformable attention): its extent is a window's, a few elements, and spreading it over a
+    block would leave most threads idle; likewise a short constant row. Shapes are not known
+    here, so the rule is on the program's form only; the tuner may still choose ``rows="block"``
+    for any kernel the plan takes (``binding.candidates``)."""
+    row = pl["row"]
+    cols = [(s, reds) for s, how, reds in pl["units"] if how == "par"]
+    if not any(reds for _, reds in cols):
+        raise PassError(NAME, f"not a row kernel: no column loop of loop '{row.var}' reduces the row",
+                        _at(row, row), "XP4002")
+    for s, _ in cols:
+        if any(_has_loop(x) for x in s.body.stmts):
+            raise PassError(NAME, f"not a row kernel: column loop '{s.var}' nests a loop (a window, not a row)",
+                            _at(s, row), "XP4002")
+        lo, hi, step = s.lo, s.hi, s.step
+        if all(isinstance(e, N.Const) and isinstance(e.value, int) for e in (lo, hi, step)) and step.value > 0 \
+                and -(-(hi.value - lo.value) // step.value) < pl["block"]:
+            raise PassError(NAME, f"not a row kernel: column loop '{s.var}' runs "
+                                  f"{max(0, -(-(hi.value - lo.value) // step.value))} times, fewer than the block's "
+                                  f"{pl['block']} threads", _at(s, row), "XP4002")
+
+
 def _column_loop(program, func, s: N.For, row: N.For) -> dict:
     """{acc: Red} when the column loop ``s`` can be spread over the block, else PassError."""
     if phases._has_exit(s):

@@ -35,7 +35,7 @@ import z3
 
 from xpiler.ir import nodes as N
 from xpiler.ir import smt
-from xpiler.ir.visit import substitute, walk
+from xpiler.ir.visit import rewrite, substitute, walk
 
 from xpiler.printers import printer_for
 
@@ -107,9 +107,12 @@ def apply(program: N.Program, *, entry: str, **_params):
     if len(ks) > 1:
         raise PassError(NAME, f"'{entry}' has {len(ks)} k-slice loops; un-blocking handles one", ks[1])
     try:
-        ub = _Unblock(view, ks[0])
+        view, k0, unit = _columns_of_one(view, ks[0])
+        ub = _Unblock(view, k0, unit)
         new_body, iloop = ub.run()
         new_body = merge(new_body, iloop, ub)
+        if unit is not None:
+            new_body = _drop_unit_column(new_body)
     except Refused as r:
         raise PassError(NAME, f"k-slice loop '{ks[0].var}': {r.why}",
                         r.node if getattr(r.node, "loc", None) else ks[0]) from None
@@ -124,9 +127,79 @@ def candidates(program, target: str) -> list[dict]:
     return [{}]
 
 
+def _columns_of_one(func, k0):
+    """(func, k-slice loop, unit column loop's variable or None): a blocked matrix-vector product
+    (examples/gemv/gemv.mlu: ``__bang_mlp`` over a WRAM block of rows, N = 1) is written as the
+    blocked matmul with one column, so that :class:`_Unblock` proves it unchanged. Its row block
+    loop holds ``lets; k-slice loop; store`` with no column block loop, and its slice products,
+    copies and store are one loop deep (``for n < mb: { acc = 0; for k: acc += x * w; Z[n] = acc;
+    }``). Each such one-deep loop gets a unit inner loop ``for u < 1`` around its body, and the
+    k-slice loop and the store a column block loop ``for n0 = 0; n0 < 1; n0 += 1`` around them:
+    every added loop runs its body exactly once with its variable 0, which no index reads, so the
+    program means the same. Other kernels are returned unchanged (unit None)."""
+    acc_if = _body(k0.body)[-1] if _body(k0.body) else None
+    if not (isinstance(acc_if, N.If) and acc_if.else_ is not None):
+        return func, k0, None
+    first = _body(acc_if.then)
+    if not (len(first) == 1 and _unit0(first[0]) and _body(first[0].body)
+            and isinstance(_body(first[0].body)[0], N.Decl)):
+        return func, k0, None          # (a two-deep slice product: the matmul form)
+    parent = next((n for n in walk(func.body) if isinstance(n, N.For) and any(x is k0 for x in _body(n.body))), None)
+    if parent is None or (_step(parent) or 0) <= 1:
+        return func, k0, None
+    pb = _body(parent.body)
+    kpos = next(i for i, x in enumerate(pb) if x is k0)
+    if len(pb) != kpos + 2 or not all(isinstance(x, N.Decl) for x in pb[:kpos]):
+        raise Refused("the row block of a one-column product is not 'lets; k-slice loop; store'", parent)
+    names = iter(U.fresh(func, "xpb_u") + f"_{i}" for i in itertools.count())
+    one = lambda: U.C(1)
+
+    def shallow(x):       # a unit loop from 0 whose body holds no loop
+        return _unit0(x) and not any(isinstance(n, (N.For, N.CFor, N.While)) for n in walk(x.body))
+
+    def wrap(x):
+        inner = N.For(next(names), U.C(0), one(), U.C(1), x.body, var_type=U.scalar_type("int32"))
+        return x.with_(body=N.Block((inner,)))
+    targets = set()
+    for x in _body(k0.body)[:-1]:
+        if isinstance(x, N.If) and x.else_ is None and len(_body(x.then)) == 1:
+            x = _body(x.then)[0]
+        if shallow(x):
+            targets.add(id(x))
+    for br in (acc_if.then, acc_if.else_):
+        mm = _body(br)[0] if _body(br) else None
+        if _unit0(mm) and _body(mm.body) and isinstance(_body(mm.body)[0], N.Decl):
+            targets.add(id(mm))
+    new_k0 = rewrite(k0, lambda n: wrap(n) if id(n) in targets else n)
+    store = pb[-1]
+    if not shallow(store):
+        raise Refused("the store of a one-column product is not one loop 'C[...] = X[...]'", store)
+    unit = U.fresh(func, "xpb_n0")
+    n0 = N.For(unit, U.C(0), one(), U.C(1), N.Block((new_k0, wrap(store))), var_type=U.scalar_type("int32"),
+               loc=k0.loc)
+    new_parent = parent.with_(body=N.Block(tuple(pb[:kpos]) + (n0,)))
+    body = rewrite(func.body, lambda n: new_parent if n is parent else n)
+    return func.with_(body=body), new_k0, unit
+
+
+def _drop_unit_column(body: N.Block) -> N.Block:
+    """The merged rows' unit column loop ``for j < 1`` (one-column products) replaced by its body
+    (its variable is read nowhere: the added loops' variables appear in no index)."""
+    def unit(n):
+        return isinstance(n, N.For) and _const(n.lo) == 0 and _const(n.hi) == 1 and _const(n.step) == 1 \
+            and n.binding is None and not any(isinstance(v, N.Var) and v.name == n.var for v in walk(n.body))
+
+    def fn(n):
+        if isinstance(n, N.Block) and any(unit(x) for x in n.stmts):
+            return n.with_(stmts=tuple(y for x in n.stmts for y in (x.body.stmts if unit(x) else (x,))))
+        return n
+    return rewrite(body, fn)
+
+
 class _Unblock:
-    def __init__(self, func, k0):
+    def __init__(self, func, k0, unit=None):
         self.func, self.K0 = func, k0
+        self.unit = unit        # the column block loop added for a one-column product (step 1)
         self.z = _Z()
         self.ptrs = U.pointer_params(func)
         self.arrays = {d.name: d for d in walk(func.body) if isinstance(d, N.Decl) and isinstance(d.type, N.Array)}
@@ -263,12 +336,15 @@ class _Unblock:
             raise Refused(f"the store nest does not copy '{X}' to a global buffer", store)
         if self._root(ca[0]) not in self.ptrs:
             raise Refused(f"the store target '{ca[0]}' is not a global buffer", store)
-        # the tiles, X and Y are written by their own statements only (anywhere in the function)
+        # the tiles, X and Y are written by their own statements only within the row block loop; a
+        # write before it (gemv.mlu zero-fills X and Y once per task) is overwritten: every stored
+        # element of X is one the first slice's product writes (proven below), and every element a
+        # product reads is one a copy of the same slice wrote (_operand)
         allowed = {X: [first[0], other[1]], Y: [other[0]]}
         for c in copies:
             allowed.setdefault(c["T"], []).append(c["stmt"])
         for nm, owners in allowed.items():
-            writers = [s for s in walk(self.func.body) if isinstance(s, (N.Assign, N.AssignExpr))
+            writers = [s for s in walk(m0) if isinstance(s, (N.Assign, N.AssignExpr))
                        and (_access(U.normalize_ptr_index(s.target)) or ("",))[0] == nm]
             if any(not any(w is x for o in owners for x in walk(o)) for w in writers):
                 raise Refused(f"'{nm}' is also written outside its copy / slice statements", K0)
@@ -336,7 +412,7 @@ class _Unblock:
     def _parent_loop(self, loop):
         for n in walk(self.func.body):
             if isinstance(n, N.For) and any(s is loop for s in _body(n.body)):
-                if (_step(n) or 0) > 1:
+                if (_step(n) or 0) > 1 or n.var == self.unit:
                     return n
                 break
         raise Refused(f"loop '{loop.var}' is not directly inside a block loop (constant step > 1)", loop)

@@ -78,3 +78,54 @@ def test_no_blocked_matmul_is_nothing_to_do():
     with pytest.raises(PassError) as e:
         unblock.apply(p, entry="f")
     assert e.value.code == "XP4002"
+
+
+# gemv.mlu: the __bang_mlp form (a WRAM block of rows times an x slice, N = 1) is the blocked
+# matmul with one column; unblock proves it through unit column loops and drops them again
+def test_gemv_mlu_becomes_the_plain_row_loop():
+    p, entry = _recovered("gemv")
+    out = print_program(unblock.apply(p, entry=entry), "c")
+    out = out[out.index("void gemv"):]
+    assert "task" not in out and "w_tile" not in out and "y_acc" not in out and "xpb_" not in out
+    body = [ln.strip() for ln in out.splitlines()[1:] if ln.strip() not in ("", "}")]
+    assert body[0] == "for (int i = 0; i < M; ++i) {" and body[2] == "for (int k = 0; k < K; ++k) {"
+    assert "+= (float)x[k] * (float)A[i * K + k];" in body[3] and body[4].startswith("y[i] = ")
+    # and the row-block binding the default cuda / hip plans take applies to it
+    from xpiler.migration.pipeline import ROWS
+    q, launch = binding.apply(unblock.apply(p, entry=entry), entry=entry, target="hip", **ROWS)
+    assert launch == {"grid": ["M", 1, 1], "block": [256, 1, 1]}
+
+
+@pytest.mark.parametrize("old,new,why", [
+    ("if (k0 == 0)", "if (k0 == 2048)", "first slice"),
+    ("const int kb = BK < K - k0 ? BK : K - k0;", "const int kb = BK;", "extent"),
+    ("const int mb = BM < r_end - m0 ? BM : r_end - m0;", "const int mb = BM;", "row extent"),
+    ("task < 4;", "task < 3;", "not computed by any task"),
+    ("y_part[xpd_n9] = xpd_acc11;", "y_part[xpd_n9] = xpd_acc11 + 1.0f;", "slice product"),
+    ("(float)y_acc[xpd_i12] + (float)y_part[xpd_i12]", "(float)y_acc[xpd_i12] + (float)y_acc[xpd_i12]",
+     "slice sum"),
+], ids=["first-slice-wrong", "k-tail-dropped", "row-tail-dropped", "rows-not-covered", "slice-product-changed",
+        "slice-sum-wrong"])
+def test_gemv_refusals(old, new, why):
+    text, entry = _text("gemv")
+    assert old in text, old
+    with pytest.raises(PassError) as e:
+        unblock.apply(parse_text(text.replace(old, new), "c", "g.c"), entry=entry)
+    assert e.value.code == "XP4001" and why in e.value.why, e.value.why
+
+
+def test_gemv_a_write_of_the_accumulator_inside_the_row_block_is_refused():
+    # the zero fills before the row block loop are overwritten; a write inside it (here hidden in
+    # the initialiser of a let of the k-slice loop) is not one of the slice statements
+    text, entry = _text("gemv")
+    old = "const int kb = BK < K - k0 ? BK : K - k0;"
+    assert old in text
+    bad = text.replace(old, old + " float xpw = (y_acc[1] = 1.0f);")
+    with pytest.raises(PassError) as e:
+        unblock.apply(parse_text(bad, "c", "g.c"), entry=entry)
+    assert e.value.code == "XP4001" and "'y_acc' is also written outside" in e.value.why, e.value.why
+
+
+def test_gemv_reparsed_text_is_accepted():
+    text, entry = _text("gemv")
+    unblock.apply(parse_text(text, "c", "g.c"), entry=entry)

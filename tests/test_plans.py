@@ -14,7 +14,10 @@ def _notes(log):
 
 
 def test_simt_to_simt_tries_the_matrix_plan_first():
+    # (after the row-kernel plan, probed on its binding: tests/test_rows_default.py)
     ps = plans("cuda", "hip")
+    assert ps[0][-3][1].get("row_kernel")
+    ps = ps[1:]
     assert ps[0][-1] == ("tensorize", {"target": "hip", REQUIRE: True})
     # then the staged plan (through loops, probed: skipped unless cache stages on chip), no untile
     assert ("cache", {"target": "hip", REQUIRE: True}) in ps[1] and "untile" not in [n for n, _ in ps[1]]
@@ -27,8 +30,8 @@ def test_matrix_plan_is_skipped_when_no_matrix_instruction_applies(tmp_path):
     r = migrate(EXAMPLES / "relu" / "relu.cu", to="hip", outdir=tmp_path / "o", perf=False)
     assert r.verified
     skipped = [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
-    assert [n["plan"] for n in skipped] == [0, 1] and "tensorize" in skipped[0]["why"]
-    assert skipped[1]["why"].startswith("cache:")
+    assert [n["plan"] for n in skipped] == [0, 1, 2] and "row kernel" in skipped[0]["why"]
+    assert "tensorize" in skipped[1]["why"] and skipped[2]["why"].startswith("cache:")
     assert "__builtin_amdgcn_mfma" not in r.code
     # the skipped plan ran no test: every tested stage belongs to the retarget plan
     events = [json.loads(x) for x in r.log_path.read_text().splitlines()]
@@ -39,7 +42,8 @@ def test_matrix_plan_reaches_mfma_for_a_convolution(tmp_path):
     r = migrate(EXAMPLES / "conv1d" / "conv1d.cu", to="hip", outdir=tmp_path / "o", perf=False)
     assert r.verified
     assert "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code
-    assert not [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
+    # only the row-kernel plan before it is skipped (a window, not a row)
+    assert [n["plan"] for n in _notes(r.log_path) if n.get("what") == "plan skipped"] == [0]
 
 
 def test_matrix_plan_untiles_a_shared_memory_tiled_gemm_to_mfma(tmp_path):
@@ -62,10 +66,11 @@ def test_simt_to_bang_untiles_a_shared_memory_tiled_gemm_to_bang_matmul(tmp_path
 
 
 def test_bang_matmul_is_unblocked_for_mfma_and_shared_tiles(tmp_path):
-    assert plans("bang", "hip")[0][2] == ("unblock", {REQUIRE: True})
+    assert plans("bang", "hip")[1][2] == ("unblock", {REQUIRE: True})   # (after the row-kernel plan)
     r = migrate(EXAMPLES / "gemm" / "gemm.mlu", to="hip", outdir=tmp_path / "h", perf=False)
     assert r.verified and "__builtin_amdgcn_mfma_f32_16x16x4f32" in r.code and "__shared__" in r.code
     # float32 on cuda: tensorize refuses WMMA, the plan (probed on unblock) still stages in shared memory
     r = migrate(EXAMPLES / "bmm" / "bmm.mlu", to="cuda", outdir=tmp_path / "c", perf=False)
     assert r.verified and "__shared__" in r.code and "wmma" not in r.code
-    assert not [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
+    skipped = [n for n in _notes(r.log_path) if n.get("what") == "plan skipped"]
+    assert [n["plan"] for n in skipped] == [0] and "row kernel" in skipped[0]["why"]

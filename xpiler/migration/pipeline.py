@@ -22,6 +22,11 @@ REQUIRE = "require"
 ALTERNATIVES = "alternatives"
 #: the register-tiled AVX-512 gemm's tile in the default c plans (docs/decisions.md, 2026-12-04)
 GEMM_C = {"micro": "6x32", "kc": 256}
+#: a row kernel's binding in the default cuda / hip plans: one block of 256 threads per row, its
+#: reductions folded by warp shuffles (passes/block_rows.py, warp_reduce.py); ``row_kernel``: only
+#: where the row-kernel rule holds (block_rows.check_row_kernel), else refused (XP4002) and the plan
+#: skipped (docs/decisions.md, 2026-12-05 "Row kernels bind one block per row by default")
+ROWS = {"rows": "block", "reduce": "shuffle", "block": 256, "row_kernel": True}
 
 
 def _finish(dst: str) -> list[tuple[str, dict]]:
@@ -47,6 +52,23 @@ def recover() -> tuple[str, dict]:
 
 
 def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
+    return row_plans(src, dst) + direction_plans(src, dst)
+
+
+def row_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
+    """To cuda / hip, a row kernel (softmax, layer / RMS norm, gemv) is first bound one block per
+    row (:data:`ROWS`): after loop recovery, a SIMT source's thread loops are made plain loops
+    (passes/unthread.py) and a BANG source's blocked rows un-blocked (passes/unblock.py), each
+    skipped (XP4002) where there is nothing to do. Probed: the plan is skipped unless that binding
+    applies, and the direction's plans follow unchanged when it is skipped or does not verify."""
+    if dst not in SIMT:
+        return []
+    prefix = [("detensorize", {"target": dst}), recover()]
+    prefix += [("unthread", {})] if src in SIMT else [("unblock", {})] if src == "bang" else []
+    return [prefix + [("binding", {"target": dst, **ROWS, REQUIRE: True})] + _finish(dst)]
+
+
+def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
     general = [("detensorize", {"target": dst}), recover(), ("binding", {"target": dst})] + _finish(dst)
     if src in SIMT and dst in SIMT:
         # keep the thread structure (rebind to the other SIMT model directly) when that verifies;
