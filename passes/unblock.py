@@ -22,6 +22,11 @@ statements around it (task loop, batch loop, pointer lets) are kept.  See
 docs/passes/unblock.md for the proof obligations; every one is discharged with Z3 under the
 loop ranges and the ``let`` definitions, anything unproven is a refusal (XP4001).
 
+examples/gemv/gemv.mlu (``__bang_mlp``, N = 1: no column block loop, one-deep slice products,
+copies and store) is first written as this form with one column (:func:`_columns_of_one`: unit
+loops that run once and that no index reads), proven alike, and the unit column loop is dropped
+from the result: ``for i < M: { acc = 0; for k < K: acc += x[k] * A[i * K + k]; y[i] = acc; }``.
+
 Numerics: the source sums each k slice from zero and adds the slice sums (``X + Y``); the
 plain loop sums in one running accumulator.  The k order is the same, the grouping is not:
 results differ by float rounding only (the same latitude MFMA / the c reductions take, see
