@@ -390,7 +390,37 @@ def apply_simt(program, entry, tile="auto", double=False, pass_name=NAME, thread
     return prog, ST.launch(ct, program.dialect, T, T, T, T)
 
 
+#: the wide register-blocked form the default cuda plans try first for a float32 matmul
+#: (64 x 64 tile, 4 x 4 per thread, k slices of 16, float4 shared reads, register prefetch: 1.06x
+#: of cuBLAS on gemm 1024^3 and 1.01x on bmm 16 x 256^3 on the H200; docs/decisions.md 2026-12-05)
+WIDE_DEFAULT = {"tile": 64, "thread_tile": 4, "bk": 16, "vec": 4, "prefetch": True}
+
+
+def _as_alternative(program: N.Program, entry: str, params: dict) -> dict:
+    """``as_alternative=True``: these parameters are one alternative of a plan step
+    (xpiler/schedule/plans.py). Where they do not apply -- no float32 matmul (half operands keep
+    the WMMA / MFMA routes), or a tile the kernel does not admit -- the refusal is an
+    :class:`~xpiler.passes.base.AlternativeRefused`, so the plan proposes its next alternative."""
+    from .base import AlternativeRefused
+    rest = {k: v for k, v in params.items() if k != "as_alternative"}
+    try:
+        ct, _ = plan_simt(program, entry, "auto", False, NAME, simple=False)
+        if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")):
+            raise PassError(NAME, f"kernel '{entry}': operands {ct.dtypes}: not a float32 matmul", ct.root, "XP4002")
+        check(program, entry=entry, **rest)
+    except PassError as e:
+        raise AlternativeRefused(NAME, f"{_describe(rest)}: {e.why}") from None
+    return rest
+
+
+def _describe(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items() if k != "target")
+
+
 def check(program: N.Program, *, entry: str, **params) -> None:
+    if params.get("as_alternative"):
+        _as_alternative(program, entry, params)
+        return
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
         if params.get("thread_tile") and params.get("vec"):
             plan_wide(program, entry, params.get("tile", 128), params.get("tile_n"), params["thread_tile"],
@@ -409,6 +439,8 @@ def check(program: N.Program, *, entry: str, **params) -> None:
 
 
 def apply(program: N.Program, *, entry: str, **params):
+    if params.get("as_alternative"):
+        params = _as_alternative(program, entry, params)
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
         return apply_simt(program, entry, params.get("tile", "auto"), params.get("double", False),
                           thread_tile=params.get("thread_tile"), bk=params.get("bk"),

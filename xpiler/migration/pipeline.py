@@ -29,8 +29,18 @@ GEMM_C = {"micro": "6x32", "kc": 256}
 ROWS = {"rows": "block", "reduce": "shuffle", "block": 256, "row_kernel": True}
 
 
+def _cache(dst: str, **extra) -> tuple[str, dict]:
+    """The cache step. For cuda, a float32 matmul is first tried in the wide register-blocked form
+    (passes/cache.py: WIDE_DEFAULT), and the pass's own default (16 x 16 shared tiles, a staged
+    row or chunk) follows where that does not apply (docs/decisions.md, 2026-12-05)."""
+    if dst != "cuda":
+        return ("cache", {"target": dst, **extra})
+    from xpiler.passes.cache import WIDE_DEFAULT
+    return ("cache", {"target": dst, **extra, ALTERNATIVES: [{**WIDE_DEFAULT, "as_alternative": True}, {}]})
+
+
 def _finish(dst: str) -> list[tuple[str, dict]]:
-    return [("cache", {"target": dst}), ("tensorize", {"target": dst})]
+    return [_cache(dst), ("tensorize", {"target": dst})]
 
 
 def default_pipeline(src: str, dst: str) -> list[tuple[str, dict]]:
@@ -78,13 +88,23 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # target's matrix instruction (MFMA on hip, WMMA for half on cuda): the driver first runs this
         # plan's passes without tests and skips it unless the `require`d step applies
         # (a shared-memory tiled matmul is un-tiled first, passes/untile.py; a no-op elsewhere)
-        matrix = general[:2] + [("untile", {})] + general[2:-1] + [("tensorize", {"target": dst, REQUIRE: True})]
+        # (its cache step writes plain tiles: the wide float32 form would leave no WMMA to find)
+        matrix = general[:2] + [("untile", {}), general[2], ("cache", {"target": dst}),
+                                ("tensorize", {"target": dst, REQUIRE: True})]
         # a kernel without on-chip staging (one thread per output: NHWC / depthwise convolutions,
         # naive matmuls) is re-derived through loops when the cache pass then stages its reused
         # operand in shared memory / LDS; probed, skipped unless cache applies. No untile here: a
         # source that tiles itself keeps its own tiling through the retarget plan
-        staged = general[:3] + [("cache", {"target": dst, REQUIRE: True}), ("tensorize", {"target": dst})]
-        return [matrix, staged, retarget, general]
+        staged = general[:3] + [_cache(dst, **{REQUIRE: True}), ("tensorize", {"target": dst})]
+        if dst != "cuda":
+            return [matrix, staged, retarget, general]
+        # a float32 matmul, tiled by the source or not (MFMA and shared-tile sources too), re-derived
+        # through loops into the wide register-blocked form; probed, skipped unless it applies
+        from xpiler.passes.cache import WIDE_DEFAULT
+        wide = general[:2] + [("untile", {}), general[2],
+                              ("cache", {"target": dst, **WIDE_DEFAULT, "as_alternative": True, REQUIRE: True}),
+                              ("tensorize", {"target": dst})]
+        return [matrix, wide, staged, retarget, general]
     # a row kernel's recovered thread loops (cyclic strides, a block's halving reduction tree) are
     # turned back into plain loops (passes/unthread.py) so that the bang / c passes see the row
     # loops (NRAM and __bang_* reductions, vectorization); probed, and the plan without it follows
