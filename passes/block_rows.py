@@ -124,13 +124,20 @@ def check_row_kernel(pl: dict) -> None:
     per row, ``xpiler/migration/pipeline.py``: ``ROWS``); PassError XP4002 unless it holds.
 
     A row kernel reduces its row: at least one column loop holds a reduction, every column loop
-    is a leaf loop (its body holds no loop) and none has a constant trip count below the block.
+    is a leaf loop (its body holds no loop) and none has a constant trip count below the block;
+    the row index is not taken apart by ``/`` or ``%`` (a flat grid of outputs: the dot products of
+    a matmul written one output per thread, whose matrix / staging plans reuse the operands).
     A column loop that nests loops walks a window (pooling, convolution, the sampling points of
     deformable attention): its extent is a window's, a few elements, and spreading it over a
     block would leave most threads idle; likewise a short constant row. Shapes are not known
     here, so the rule is on the program's form only; the tuner may still choose ``rows="block"``
     for any kernel the plan takes (``binding.candidates``)."""
     row = pl["row"]
+    for n in walk(row.body):
+        if isinstance(n, N.BinOp) and n.op in ("/", "%") and any(
+                isinstance(v, N.Var) and v.name == row.var for v in walk(n.lhs)):
+            raise PassError(NAME, f"not a row kernel: loop '{row.var}' is taken apart by '{n.op}' (a flat grid of "
+                                  f"outputs, e.g. a matmul's, not rows)", _at(n, row), "XP4002")
     cols = [(s, reds) for s, how, reds in pl["units"] if how == "par"]
     if not any(reds for _, reds in cols):
         raise PassError(NAME, f"not a row kernel: no column loop of loop '{row.var}' reduces the row",

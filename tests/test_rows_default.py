@@ -83,6 +83,19 @@ SHORT_ROW = """void k(const float* x, float* y, int rows)
 }
 """
 
+FLAT_OUTPUTS = """void k(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    for (int idx = 0; idx < M * N; idx++) {
+        int m = idx / N;
+        int n = idx % N;
+        float acc = 0.0f;
+        for (int k = 0; k < K; k++)
+            acc += A[m * K + k] * B[k * N + n];
+        C[idx] = acc;
+    }
+}
+"""
+
 ROW_SUM = SHORT_ROW.replace("int rows)", "int rows, int cols)").replace("c < 16", "c < cols").replace(
     "r * 16", "r * cols")
 
@@ -91,6 +104,7 @@ ROW_SUM = SHORT_ROW.replace("int rows)", "int rows, int cols)").replace("c < 16"
     (ELEMENTWISE_2D, "no column loop of loop 'r' reduces the row"),   # a map keeps its grid-stride form
     (WINDOW, "column loop 'a' nests a loop (a window, not a row)"),  # pooling / convolution windows
     (SHORT_ROW, "runs 16 times, fewer than the block's 256 threads"),
+    (FLAT_OUTPUTS, "loop 'idx' is taken apart by '/'"),                # a matmul, one output per row
 ])
 def test_the_row_kernel_rule_refuses_as_an_alternative(src, words):
     prog = parse_text(src, "c", "k.c")
