@@ -49,6 +49,11 @@ Legality:
 * the declarations are never assigned, the body has no ``break`` or ``return`` leaving it,
   and no partition array (a private buffer not removed by un-staging) is left.
 
+An element loop marked :data:`ROWS_PRAGMA` (a row loop written by row un-staging,
+``passes/unstage_rows.py``, whose body indexes memory as ``r * cols + c``) takes ``P = 0`` when its
+element index does not advance by one: its elements are the counter's values, and the tiling
+proof, the conversion of every use and the independence check are the same as for any other.
+
 Refusals raise :class:`Refused` with the reason (loop recovery keeps the plain loops).
 """
 from __future__ import annotations
@@ -63,6 +68,10 @@ from . import dependence as D
 from .decache import _flatten, _pure, _vars
 
 MAX_TASKS = 4096
+#: pragma of a row loop written by row un-staging (passes/unstage_rows.py): a task's rows, each
+#: one element of the collapsed loop however its body indexes memory (the tiling proof and the
+#: conversion of every use below do not depend on the slice base)
+ROWS_PRAGMA = "xpiler rows(unstaged)"
 INT = N.Scalar("int32", "int")
 _INT = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char")
 
@@ -161,6 +170,9 @@ class _Collapse:
             raise Refused("a break leaves the work loop")
         self.K = K
         self.poly = self._Poly()
+        # a row loop written by row un-staging (passes/unstage_rows.py) indexes its rows as
+        # ``r * width + column``: its elements are the counter's values (P = 0, see _slice_base)
+        self.rows_form = chunk is None and ROWS_PRAGMA in work.pragmas
         P = self._slice_base(body, lanes_vars)
         taken = _vars(self.fn) | {d.name for d in walk(self.fn) if isinstance(d, N.Decl)} | {
             l.var for l in walk(self.fn) if isinstance(l, N.For)} | {p.name for p in self.fn.params}
@@ -275,6 +287,8 @@ class _Collapse:
                 p = self.poly.of(n.index)
                 for v in lanes_vars:
                     if p.get((v,)) != 1:
+                        if self.rows_form:
+                            return N.Const(0, "int32", "0")
                         raise Refused(f"the element index {_show(n.index)} does not advance by one with '{v}'")
                     p = self._padd(p, {(v,): 1}, -1)
                 base = {m: c for m, c in p.items() if any(self.poly.atoms[a][1] & self.K for a in m)}

@@ -64,9 +64,17 @@ Proof obligations, per row loop (each refusal names the one that failed):
 A scalar that is only ever assigned and never read after the rewrite (the index of a
 ``__bang_max`` nobody reads) is dropped with its assignments (they have no effects).
 
-Not done: a block of rows staged as ``[nb][padded]`` (layernorm.mlu, rmsnorm.mlu: flat loops over
-``nb * padded`` with ``% padded``, per-row pointers, a per-block stats vector, ``__bang_sumpool``)
-is refused (XP4281, "not a row loop over one staged row"); see docs/passes/unstage_rows.md.
+A *block* of rows staged as ``[nb][padded]`` (layernorm.mlu: flat loops over ``nb * padded`` with
+``% padded``, a per-row pointer, a per-block stats vector) is first turned into one staged row per
+iteration by ``passes/unstage_row_blocks.py`` (its obligations are listed there), rows filled
+before the row loop (gamma, beta) keep their main / tail values in every row, and the block loop
+becomes ``for (r0 = L; r0 < H; ++r0)`` marked ``#pragma xpiler rows(unstaged)`` so that the task
+slices (``passes/task_slices.py``) collapse the tasks' row ranges. An ``if (C) return;`` before
+the row loop goes when Z3 shows ``C`` means the loop runs no row and only pure declarations
+follow it.
+
+Not done: rows dealt to the tasks block by block (rmsnorm.mlu, step ``taskDim * block_rows``) are
+refused (XP4281, "not contiguous"), and so would be its ``__bang_sumpool`` partial sums.
 """
 from __future__ import annotations
 
@@ -128,14 +136,19 @@ class _Z3:
     def __init__(self, lets: dict, macros: dict):
         self.lets, self.macros = lets, macros
         self.facts = []         # (lo, hi) of lane loops that run in every row: lo < hi => lo >= 0
+        self.hyps = []          # more facts: t -> z3 formula (a block's r0 < H, B >= 1)
 
     def valid(self, claim) -> bool:
         env = D.Z3Env(loopvars=set(), lets=dict(self.lets), macros=self.macros, int_params=set(), varying=set())
-        t = lambda e: D.to_z3(e, "a", env)
+        def t(e):
+            return D.to_z3(e, "a", env)
+        t.b = lambda e: D.to_z3_bool(e, "a", env)
         f = claim(t)
         s = smt.solver(D.TIMEOUT_MS)
         for lo, hi in self.facts:
             s.add(z3.Implies(t(lo) < t(hi), t(lo) >= 0))
+        for h in self.hyps:
+            s.add(h(t))
         s.add(*env.cons)
         s.add(z3.Not(f))
         return s.check() == z3.unsat
@@ -298,7 +311,11 @@ class _Row:
             if b not in self.state:
                 if not _is_int(lo, 0):
                     raise Refused(f"the first store into '{b}' does not start at lane 0", "XP4281", lp)
-                self.state[b] = {"V": hi, "P": None, "main": None, "tail": None}
+                # a buffer first stored by a loop over other staged buffers (sq = row * row) splits
+                # where they do; otherwise this store is its copy-in
+                known = [x for x in self.state if x not in writes and self._touches(body, x)]
+                V = self.state[known[0]]["V"] if known else hi
+                self.state[b] = {"V": V, "P": None, "main": None, "tail": None}
         Vs = {repr(self.state[b]["V"]) for b in self.state if self._touches(body, b)}
         if not Vs:
             # a lane loop that touches no staged buffer: kept as it is
@@ -447,10 +464,25 @@ class _Row:
 
 
 def _positive_zero(e) -> bool:
-    while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar):
-        e = e.expr
-    return isinstance(e, N.Const) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool) and \
-        e.value == 0 and not str(e.text).lstrip().startswith("-")
+    """``e`` is a constant expression whose float32 value is +0.0."""
+    import numpy as np
+
+    def ev(x):
+        if isinstance(x, N.Cast) and isinstance(x.type, N.Scalar):
+            return ev(x.expr)
+        if isinstance(x, N.Const) and isinstance(x.value, (int, float)) and not isinstance(x.value, bool):
+            return np.float32(x.value)
+        if isinstance(x, N.UnOp) and x.op == "-":
+            v = ev(x.operand)
+            return None if v is None else -v
+        if isinstance(x, N.BinOp) and x.op in ("+", "-", "*"):
+            a, b = ev(x.lhs), ev(x.rhs)
+            if a is None or b is None:
+                return None
+            return {"+": a + b, "-": a - b, "*": a * b}[x.op]
+        return None
+    v = ev(e)
+    return v is not None and v == 0 and not np.signbit(v)
 
 
 def _assigns_scalar_only(s) -> bool:
@@ -464,28 +496,49 @@ def _assigns_scalar_only(s) -> bool:
 
 
 def _c(e) -> str:
-    from xpiler.printers.c import CPrinter
+    from xpiler.printers.bang import BangPrinter
     try:
-        return CPrinter().expr(e)
+        return BangPrinter().expr(e)
     except Exception:
-        return "?"
+        return "(an expression)"
 
 
-def _drop_unread(stmts: list) -> list:
-    """Scalars declared here that nothing reads: their declarations and assignments go (pure)."""
+def _self_update(x, name) -> bool:
+    """``if (c) name = e;`` (pure ``c``, ``e``): an if whose only effect is on ``name``."""
+    if not (isinstance(x, N.If) and x.else_ is None and _pure(x.cond)):
+        return False
+    inner = [y for y in (x.then.stmts if isinstance(x.then, N.Block) else (x.then,)) if not isinstance(y, N.Comment)]
+    return bool(inner) and all(isinstance(y, N.Assign) and isinstance(y.target, N.Var) and y.target.name == name
+                               and _pure(y.value) for y in inner)
+
+
+def _drop_unread(stmts: list, top: bool = False, context=()) -> list:
+    """Scalars declared here that nothing reads: their declarations and assignments go (pure);
+    ``top``: also ``if (c) v = e;`` statements of such a scalar ``v`` (its only other reads);
+    ``context``: statements whose reads count too (the rest of the function)."""
+    body = tuple(stmts)
+    before = None
+    while before != len(body):
+        before = len(body)
+        body = _drop_unread_once(body, top, context)
+    return list(body)
+
+
+def _drop_unread_once(body, top, context):
     def reads(node, name):
         n_all = sum(1 for n in walk(node) if isinstance(n, N.Var) and n.name == name)
         n_tgt = sum(1 for n in walk(node) if isinstance(n, N.Assign) and isinstance(n.target, N.Var)
                     and n.target.name == name)
         return n_all - n_tgt
-    body = tuple(stmts)
-    for d in [s for s in stmts if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar)]:
-        if reads(body, d.name):
+    for d in [s for s in body if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar)]:
+        rest = tuple(x for x in body if not (top and _self_update(x, d.name)))
+        if reads(rest, d.name) or reads(tuple(context), d.name):
             continue
         vals = [d.init] + [n.value for n in walk(body) if isinstance(n, N.Assign) and
                            isinstance(n.target, N.Var) and n.target.name == d.name]
         if not all(v is None or _pure(v) for v in vals):
             continue
+        body = tuple(x for x in body if not (top and _self_update(x, d.name)))
 
         def drop(n, name=d.name):
             if isinstance(n, N.Block):
@@ -495,7 +548,7 @@ def _drop_unread(stmts: list) -> list:
                 return n.with_(stmts=keep) if len(keep) != len(n.stmts) else n
             return n
         body = rewrite(N.Block(body), drop).stmts
-    return list(body)
+    return body
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -510,8 +563,27 @@ def _buffers(program, fn) -> dict:
             len(it.type.dims) == 1 and isinstance(it.type.elem, N.Scalar) and it.name not in others}
 
 
+def _int_lets(stmts, once, fn) -> dict:
+    assigned = D.assigned_names(fn.body)
+    return {s.name: s.init for s in stmts
+            if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.type.dtype in _INT and
+            s.init is not None and _pure(s.init) and s.name in once and s.name not in assigned}
+
+
+def _stores(node, buffers) -> set:
+    return {_elem_index(n.target, buffers)[0] for n in walk(node)
+            if isinstance(n, N.Assign) and _elem_index(n.target, buffers)}
+
+
+def _tidy(stmts) -> list:
+    """A cast of a cast to the same scalar type is one cast; trailing comments (on the staging) go."""
+    return [x for x in rewrite(tuple(stmts), lambda n: n.expr if isinstance(n, N.Cast) and isinstance(
+        n.expr, N.Cast) and n.expr.type == n.type else n) if not (isinstance(x, N.Comment) and x.trailing)]
+
+
 def unstage(program, entry: str):
-    """(new program, [why each staged row loop was kept]); raises Refused (no row loop)."""
+    """The program with its staged row loop un-staged; raises Refused."""
+    from . import unstage_row_blocks as RB
     fn = program.func(entry)
     buffers = _buffers(program, fn)
     used = {b: t for b, t in buffers.items() if b in _vars(fn.body)}
@@ -522,42 +594,75 @@ def unstage(program, entry: str):
         if isinstance(d, N.Decl):
             decl_count[d.name] = decl_count.get(d.name, 0) + 1
     once = {n for n, k in decl_count.items() if k == 1}
-    top = list(fn.body.stmts)
-    rows = [k for k, s in enumerate(top) if isinstance(s, N.For) and _vars(s.body) & set(used)]
-    if len(rows) != 1:
-        raise Refused("not a row loop over one staged row: the buffers are used by "
-                      f"{len(rows)} top-level loops", "XP4281", fn)
-    k = rows[0]
+    top = _flatten_all(fn.body.stmts, once)
+    # the row loop: the last top-level loop that uses a buffer and holds loops (the ones before it
+    # fill rows every row reads, e.g. gamma)
+    rows = [k for k, s in enumerate(top) if isinstance(s, N.For) and _vars(s.body) & set(used) and
+            any(isinstance(n, N.For) for n in walk(s.body))]
+    if not rows:
+        raise Refused("not a row loop over staged rows: no top-level loop holds the staged work", "XP4281", fn)
+    k = rows[-1]
     loop = top[k]
-    outside = tuple(top[:k] + top[k + 1:])
-    if _vars(outside) & set(used):
-        b = sorted(_vars(outside) & set(used))[0]
-        raise Refused(f"not a row loop over one staged row: '{b}' is used outside the row loop "
-                      f"'{loop.var}'", "XP4281", loop)
-    lets = {}
-    for s in top[:k]:
-        if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.type.dtype in _INT and \
-                s.init is not None and _pure(s.init) and s.name in once and \
-                s.name not in D.assigned_names(fn.body):
-            lets[s.name] = s.init
+    prelude, after = top[:k], top[k + 1:]
+    if _vars(tuple(after)) & set(used):
+        b = sorted(_vars(tuple(after)) & set(used))[0]
+        raise Refused(f"'{b}' is used after the row loop '{loop.var}'", "XP4281", loop)
+    lets = _int_lets(prelude, once, fn)
+    eng = _Row(loop, used, fn, program, lets)
+    # buffers filled before the row loop (gamma / beta rows) keep their values in every row
+    filled = _stores(tuple(prelude), used)
+    changed = filled & _stores(loop.body, used)
+    if changed:
+        raise Refused(f"'{sorted(changed)[0]}' is filled before the row loop and changed in it", "XP4281", loop)
+    new_prelude = eng.run(prelude) if filled else list(prelude)
     stmts = _flatten_all(loop.body.stmts, once)
-    for s in stmts:
-        if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.type.dtype in _INT and \
-                s.init is not None and _pure(s.init) and s.name in once and \
-                s.name not in D.assigned_names(fn.body):
-            lets[s.name] = s.init
-    new_body = _Row(loop, used, fn, program, lets).run(stmts)
-    new_body = _drop_unread(new_body)
-    # a cast of a cast to the same scalar type is one cast; comments on the staging are gone
-    new_body = [x for x in rewrite(tuple(new_body), lambda n: n.expr if isinstance(n, N.Cast) and isinstance(
-        n.expr, N.Cast) and n.expr.type == n.type else n) if not (isinstance(x, N.Comment) and x.trailing)]
-    if _vars(tuple(new_body)) & set(used):
+    eng.lets.update(_int_lets(stmts, once, fn))
+    eng.z.lets = eng.lets
+    eng.z.hyps.append(lambda t: t(N.Var(loop.var)) < t(loop.hi))
+    try:
+        block = RB.rows_of_block(loop, stmts, used, eng.z, fn)
+    except RB.Refused as e:
+        raise Refused(str(e), e.code, e.node) from None
+    if block is None:
+        body = _drop_unread(eng.run(stmts))
+        new_loop = loop.with_(body=loop.body.with_(stmts=tuple(_tidy(body))))
+    else:
+        nb_decl, B, fused = block
+        # with B <= 0 the block loop never ends (undefined, docs in unstage_row_blocks): B >= 1
+        eng.z.hyps.append(lambda t: t(B) >= 1)
+        eng.z.facts.clear()
+        body = _drop_unread(eng.run(_flatten_all(fused, once | {d.name for d in walk(tuple(fused))
+                                                                  if isinstance(d, N.Decl)})))
+        try:
+            new_loop = RB.merge(loop, _tidy(body), fn, eng.z,
+                                [p.name for p in fn.params if isinstance(p.type, N.Scalar) and p.type.dtype in _INT])
+        except RB.Refused as e:
+            raise Refused(str(e), e.code, e.node) from None
+    if _vars(new_loop) & set(used):
         raise Refused("a staged buffer is still used after the rewrite", "XP4281", loop)
-    new_loop = loop.with_(body=loop.body.with_(stmts=tuple(new_body)))
-    new_fn = fn.with_(body=fn.body.with_(stmts=tuple(top[:k] + [new_loop] + top[k + 1:])))
+    new_prelude = _early_exit(_drop_unread(new_prelude, top=True, context=[new_loop] + after), new_loop, eng.z)
+    new_fn = fn.with_(body=fn.body.with_(stmts=tuple(_tidy(new_prelude) + [new_loop] + after)))
     items = tuple(new_fn if it is fn else it for it in program.items
                   if not (isinstance(it, N.Decl) and it.name in used))
     return program.with_(items=items)
+
+
+def _early_exit(prelude, loop, z) -> list:
+    """``if (C) return;`` before the row loop goes when ``C`` means the loop runs no row (Z3:
+    ``C => lo >= hi``) and only pure declarations and pure ifs assigning scalars follow it."""
+    out = list(prelude)
+    for i, s in enumerate(out):
+        if isinstance(s, N.If) and s.else_ is None and _pure(s.cond) and \
+                [x for x in _flatten([s.then] if not isinstance(s.then, N.Block) else s.then.stmts)
+                 if not isinstance(x, N.Comment)] == [N.Return()]:
+            rest = out[i + 1:]
+            if all(isinstance(x, N.Comment) or (isinstance(x, N.Decl) and (x.init is None or _pure(x.init))) or
+                   (isinstance(x, N.If) and _pure(x.cond) and _assigns_scalar_only(x.then) and
+                    all(_pure(a.value) for a in walk(x) if isinstance(a, N.Assign)))
+                   for x in rest) and _Z3({}, z.macros).valid(lambda t: z3.Implies(t.b(s.cond),
+                                                                                   t(loop.lo) >= t(loop.hi))):
+                return out[:i] + rest
+    return out
 
 
 def apply(program, *, entry: str, **_):

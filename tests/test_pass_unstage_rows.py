@@ -99,11 +99,75 @@ def test_partial_store_into_the_main_lanes_is_refused():
     assert e.code == "XP4281"
 
 
-def test_block_of_rows_is_not_a_single_staged_row():
-    for name in ("layernorm", "rmsnorm"):
-        src = (ROOT / f"examples/{name}/{name}.mlu").read_text()
-        e = _refusal(src, name)
-        assert e.code == "XP4281" and "not a row loop over one staged row" in e.why
+LAYERNORM = (ROOT / "examples/layernorm/layernorm.mlu").read_text()
+
+
+def test_layernorm_block_of_rows_becomes_one_row_per_iteration():
+    new = unstage_rows.apply(_prog(LAYERNORM, "layernorm"), entry="layernorm")
+    fn = new.func("layernorm")
+    assert not any(isinstance(it, N.Decl) and it.scope == "nram" for it in new.items)
+    text = print_program(new)
+    body = text[text.index("void layernorm"):text.index("layernorm_host")]
+    # blocks of rows -> one row per iteration of the task's own range, rows read from global memory
+    assert "#pragma xpiler rows(unstaged)\n    for (int r0 = r_begin; r0 < r_end; ++r0) {" in body
+    assert "nb" not in body and "block_rows" not in body and "stats" not in body and "x_buf" not in body
+    # the early exit is gone (it only skipped an empty row range)
+    assert "return" not in body
+    # the zero tail of the mean's sum and of the variance's sum is dropped; the variance reads the
+    # centred row, the output the scaled row, gamma and beta read from global memory
+    assert body.count("< padded") == 0
+    assert "y[(long)r0 * cols + xpd_j24] = (float)((float)((float)((float)((float)x[(long)r0 * cols + xpd_j24] - xpd_s10)" \
+        " * xpd_s20) * (float)gamma[xpd_j24]) + (float)beta[xpd_j24]);" in body
+    loops = [n for n in walk(fn) if isinstance(n, N.For)]
+    assert [lp.hi for lp in loops[1:]] == [N.Var("cols")] * 3
+
+
+def test_block_cyclic_rows_are_refused():
+    # rmsnorm.mlu deals blocks of rows to the tasks in turn (step taskDim * block_rows)
+    e = _refusal((ROOT / "examples/rmsnorm/rmsnorm.mlu").read_text(), "rmsnorm")
+    assert e.code == "XP4281" and "not contiguous" in e.why
+
+
+def test_scratch_row_shared_between_block_loops_is_refused():
+    # the squares are written in one loop over the block's rows and summed in another: the second
+    # loop would read only the last row's squares
+    src = LAYERNORM.replace("""            __bang_square(sq_buf, row, padded);
+            __bang_sum(red_buf, sq_buf, padded);
+            stats[k] = red_buf[0] / (float)cols;           // biased variance
+        }""", """            __bang_square(sq_buf, row, padded);
+        }
+        for (int k = 0; k < nb; ++k) {
+            __bang_sum(red_buf, sq_buf, padded);
+            stats[k] = red_buf[0] / (float)cols;           // biased variance
+        }""")
+    assert src != LAYERNORM
+    e = _refusal(src, "layernorm")
+    assert e.code == "XP4281" and "scratch buffer" in e.why
+
+
+def test_tail_not_kept_at_zero_changes_the_variance():
+    # without re-zeroing the tail after centring, the tail holds -mean: the variance's tail loop
+    # is kept (no identity), and the row is still exact
+    src = LAYERNORM.replace("""            for (int c = cols; c < padded; ++c)
+                row[c] = 0.0f;                             // ... but keep the tail at 0
+""", "")
+    assert src != LAYERNORM
+    text = print_program(unstage_rows.apply(_prog(src, "layernorm"), entry="layernorm"))
+    body = text[text.index("void layernorm"):text.index("layernorm_host")]
+    # (no fill of lanes from cols on precedes it here, so the split proves nothing about cols >= 0:
+    # the tail starts at max(cols, 0))
+    assert "for (int xpd_i15 = 0 < cols ? cols : 0; xpd_i15 < padded; ++xpd_i15) {\n" \
+        "            xpd_acc14 += (float)((float)((float)0 - xpd_s10) * (float)((float)0 - xpd_s10));" in body
+
+
+def test_block_tail_copied_out_is_refused():
+    src = LAYERNORM.replace("""        __memcpy(y + (long)r0 * cols, x_buf, cols * sizeof(float), NRAM2GDRAM,
+                 cols * sizeof(float), padded * sizeof(float), nb - 1);""",
+                            """        __memcpy(y + (long)r0 * cols, x_buf, padded * sizeof(float), NRAM2GDRAM,
+                 cols * sizeof(float), padded * sizeof(float), nb - 1);""")
+    assert src != LAYERNORM
+    e = _refusal(src, "layernorm")
+    assert e.code == "XP4283"
 
 
 def test_no_nram_does_not_apply():
@@ -118,14 +182,16 @@ extern "C" __mlu_global__ void cp(const float *x, float *y, int n)
     assert e.code == "XP4002"
 
 
-@pytest.mark.parametrize("target", ["cuda", "hip"])
-def test_softmax_mlu_binds_one_block_per_row(tmp_path, target):
+@pytest.mark.parametrize("name,target", [("softmax", "cuda"), ("softmax", "hip"), ("layernorm", "cuda")])
+def test_row_kernels_bind_one_block_per_row(tmp_path, name, target):
     from xpiler.migration.driver import migrate
-    r = migrate(ROOT / "examples/softmax/softmax.mlu", target, outdir=tmp_path / "out", jobs=1, perf=False)
+    r = migrate(ROOT / f"examples/{name}/{name}.mlu", target, outdir=tmp_path / "out", jobs=1, perf=False)
     assert r.verified, [str(d) for d in r.diagnostics]
     names = [s.pass_name for s in r.steps]
     assert "unstage_rows" in names
     code = r.output_path.read_text()
-    assert "for (int r = blockIdx.x; r < rows; r += gridDim.x)" in code
-    assert "task" not in code.split("__global__")[1].split("_host")[0]
-    assert "__shfl_xor" in code
+    kernel = code.split("__global__")[1].split("_host")[0]
+    # one block per row (a grid-stride row loop over blocks), not a 4-iteration task loop
+    assert "= blockIdx.x; " in kernel and " < rows; " in kernel and "+= gridDim.x)" in kernel
+    assert "task" not in kernel and "xp_priv" not in code
+    assert "__shfl_xor" in kernel
