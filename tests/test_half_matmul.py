@@ -64,6 +64,16 @@ def test_half_contraction_to_c_packs_widened_panels_and_verifies(params):
     assert any(i.startswith("boundary") for i in v.instances)
 
 
+def test_half_b_panels_never_load_past_the_end_of_b():
+    # a masked 16-bit load folded into the conversion faulted on masked-off halves past B's end on
+    # an Intel host (gcc 13): every 16-bit load of B is now a full run, a partial run is copied
+    r = tensorize.apply(half_mm(), entry="gemm_wmma", target="c", micro="5x48", kc=7, mc=10, nc=48)
+    calls = [n for n in walk(r.func("gemm_wmma")) if isinstance(n, N.Intrinsic)
+             and n.name == "_mm256_maskz_loadu_epi16"]
+    assert calls and all(isinstance(c.args[0], N.Const) and c.args[0].value == 0xFFFF for c in calls)
+    assert "xg_h0[16]" in print_program(r, "c")
+
+
 def test_half_a_with_float_b_converts_a_only():
     r = tensorize.apply(half_mm(TB="float", b="B[k * N + j]"), entry="gemm_wmma", target="c", micro="6x32", kc=256)
     text = print_program(r, "c")

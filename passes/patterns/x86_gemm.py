@@ -25,7 +25,8 @@ are never stored.
 Half operands (``_Float16`` A and / or B, each read widened to float in the product:
 ``acc += (float)A[..] * (float)B[..]`` with a float accumulator and a float C, what the WMMA /
 MFMA f16 sources become): the panels are packed as float, converted on the way in (B 16 at a
-time with ``_mm512_cvtph_ps`` of a masked 16-bit load, A element by element), and the float
+time with ``_mm512_cvtph_ps`` of a 16-bit load, a partial run past N first copied zero-filled
+into a local array, A element by element), and the float
 micro-kernel runs on them. Half to float is exact, so the packed panels hold the very values the
 loop multiplies; a product of two halves (11-bit significands) is exact in float, so with both
 operands half the fused multiply-add rounds exactly where the loop's separate add does and each
@@ -292,16 +293,31 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w(f"                        float *{P}dst = {P}bp + {P}jp * {P}kc;")
     for v in range(nv):
         w(f"                        const long {P}n{v} = {P}nc - {P}jp - {16 * v};")
-        w(f"                        const __mmask16 {P}m{v} = (__mmask16)({P}n{v} >= 16 ? 0xFFFFu : "
-          f"({P}n{v} <= 0 ? 0u : (1u << {P}n{v}) - 1u));")
+        if "B" not in half:
+            w(f"                        const __mmask16 {P}m{v} = (__mmask16)({P}n{v} >= 16 ? 0xFFFFu : "
+              f"({P}n{v} <= 0 ? 0u : (1u << {P}n{v}) - 1u));")
     w(f"                        for (long {P}k = 0; {P}k < {P}kc; ++{P}k) {{")
     w(f"                            const {tb} *{P}src = {P}B + ({P}pc + {P}k) * {P}ldb + {P}jc + {P}jp;")
     for v in range(nv):
-        if "B" in half:     # 16 halves (masked, zero past N) widened exactly to 16 floats
-            load = f"_mm512_cvtph_ps(_mm256_maskz_loadu_epi16({P}m{v}, {P}src + {16 * v}))"
+        at = f"{P}dst + {P}k * {nr} + {16 * v}"
+        if "B" in half:
+            # 16 halves widened exactly to 16 floats. A part past N is first copied (zero-filled)
+            # into a local run: a masked 16-bit load folded into the conversion (gcc 13, Sapphire
+            # Rapids) faulted on masked-off halves past the end of B (docs/decisions.md, 2026-12-05)
+            w(f"                            if ({P}n{v} >= 16) {{")
+            w(f"                                _mm512_storeu_ps({at}, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16("
+              f"0xFFFF, {P}src + {16 * v})));")
+            w("                            } else {")
+            w(f"                                _Float16 {P}h{v}[16];")
+            w(f"                                for (long {P}q = 0; {P}q < 16; ++{P}q) {{")
+            w(f"                                    {P}h{v}[{P}q] = {P}q < {P}n{v} ? {P}src[{16 * v} + {P}q] : "
+              f"(_Float16)0.0f;")
+            w("                                }")
+            w(f"                                _mm512_storeu_ps({at}, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16("
+              f"0xFFFF, {P}h{v})));")
+            w("                            }")
         else:
-            load = f"_mm512_maskz_loadu_ps({P}m{v}, {P}src + {16 * v})"
-        w(f"                            _mm512_storeu_ps({P}dst + {P}k * {nr} + {16 * v}, {load});")
+            w(f"                            _mm512_storeu_ps({at}, _mm512_maskz_loadu_ps({P}m{v}, {P}src + {16 * v}));")
     w("                        }")
     w("                    }")
     # ---- row blocks (parallel): pack A, then the micro tiles
