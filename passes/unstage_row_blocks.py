@@ -342,4 +342,7 @@ def merge(loop: N.For, fused: list, fn, z, int_params) -> N.For:
                       "a global address", node=loop)
     body = [substitute(s, {ROWV: N.Var(r0)}) for s in body]
     from .task_slices import ROWS_PRAGMA
-    return loop.with_(step=N.Const(1, "int32", "1"), body=loop.body.with_(stmts=tuple(body)), pragmas=(ROWS_PRAGMA,))
+    # the row counter is a long: the addresses were (long)r0 * W + col, and the task slices write
+    # the collapsed row in the counter's type
+    return loop.with_(step=N.Const(1, "int32", "1"), body=loop.body.with_(stmts=tuple(body)), pragmas=(ROWS_PRAGMA,),
+                      var_type=N.Scalar("int64", "long"))

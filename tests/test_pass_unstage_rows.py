@@ -109,7 +109,7 @@ def test_layernorm_block_of_rows_becomes_one_row_per_iteration():
     text = print_program(new)
     body = text[text.index("void layernorm"):text.index("layernorm_host")]
     # blocks of rows -> one row per iteration of the task's own range, rows read from global memory
-    assert "#pragma xpiler rows(unstaged)\n    for (int r0 = r_begin; r0 < r_end; ++r0) {" in body
+    assert "#pragma xpiler rows(unstaged)\n    for (long r0 = r_begin; r0 < r_end; ++r0) {" in body
     assert "nb" not in body and "block_rows" not in body and "stats" not in body and "x_buf" not in body
     # the early exit is gone (it only skipped an empty row range)
     assert "return" not in body
