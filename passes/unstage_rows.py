@@ -21,7 +21,8 @@ expressions over global memory and the row's scalars (a store into the buffer is
 at ``V`` into a main part ``[lo, V)`` and a tail part ``[V, hi)``; in each part a buffer read
 ``b[i]`` becomes ``M(i)`` or ``T(i)``, a buffer store updates ``M`` or ``T`` and is not emitted,
 and everything else (reductions into scalars, stores to global memory) is emitted as a loop over
-that part. A tail part whose emitted body is a ``+=`` of positive zero into an accumulator that
+that part (one loop over the loop's own lanes, reads ``i < V ? M(i) : T(i)``, when both parts
+do work). A tail part whose emitted body is a ``+=`` of positive zero into an accumulator that
 starts at positive zero and is only ever added to is dropped (such an accumulator is never -0,
 so ``a + 0.0f == a`` exactly); any other tail part is kept as a loop (it reads no memory: the
 tail holds values the kernel computed, never copied-in data). The result::
@@ -166,6 +167,12 @@ class _Row:
     # values ------------------------------------------------------------------------------
     def _value_at(self, b, part, idx, node):
         st = self.state.get(b)
+        if part == "both":
+            # one loop over the main and the tail lanes: each lane picks its own value
+            if st is not None and isinstance(st.get("both"), N.Node):
+                return substitute(st["both"], {LANE: idx})
+            return N.Cond(N.BinOp("<", idx, st["V"]), self._value_at(b, "main", idx, node),
+                          self._value_at(b, "tail", idx, node))
         v = None if st is None else st[part]
         if v is None:
             where = "main lanes [0, V)" if part == "main" else "tail lanes [V, P)"
@@ -346,6 +353,11 @@ class _Row:
             if part == "tail" and self._identity_tail(emitted):
                 continue
             out.append(lp.with_(lo=plo, hi=phi, body=lp.body.with_(stmts=tuple(emitted)), pragmas=()))
+        if len(out) == 2:
+            # both parts do work: one loop over the loop's own lanes, each buffer read choosing
+            # ``i < V ? M(i) : T(i)`` (exact per lane, and one reduction where there were two)
+            emitted, _ = self._part(body, "both", lp.var)
+            out = [lp.with_(body=lp.body.with_(stmts=tuple(emitted)), pragmas=())]
         for (b, part), v in new_states.items():
             self.state[b][part] = v
             if part == "tail" and self.state[b]["P"] is None:

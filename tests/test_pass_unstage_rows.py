@@ -38,12 +38,12 @@ def test_softmax_row_reads_global_memory_and_keeps_its_tail():
     text = print_program(new)
     # the first element: a main lane when cols > 0, else the tail's value
     assert "(0 < cols ? (float)(x + (long)r * cols)[0] : (float)NEG_BIG)" in text
-    # each padded loop split at cols: the max and the sum keep their tail (NEG_BIG is no identity
-    # of the sum once exp'd, so it stays as a loop that reads no memory)
-    assert "for (int xpd_i4 = 1; xpd_i4 < cols; ++xpd_i4)" in text
-    assert "for (int xpd_i4 = cols; xpd_i4 < padded; ++xpd_i4)" in text
-    assert "for (int xpd_i11 = cols; xpd_i11 < padded; ++xpd_i11)" in text
-    assert "expf((float)((float)NEG_BIG - xpd_s6))" in text
+    # the max and the sum keep their tail (NEG_BIG is no identity of the sum once exp'd): each stays
+    # one loop over the padded row whose lanes past cols take the tail's value
+    assert "for (int xpd_i4 = 1; xpd_i4 < padded; ++xpd_i4) {\n" \
+        "            const float xpd_x5 = (float)(xpd_i4 < cols ? (float)(x + (long)r * cols)[xpd_i4] : (float)NEG_BIG);" in text
+    assert "for (int xpd_i11 = 0; xpd_i11 < padded; ++xpd_i11) {\n            xpd_acc10 += (float)(xpd_i11 < cols ? " \
+        "(float)expf((float)((float)(x + (long)r * cols)[xpd_i11] - xpd_s6)) : (float)expf((float)((float)NEG_BIG - xpd_s6)));" in text
     # the copy-out recomputes the row from x; only the cols valid lanes are stored
     assert "(y + (long)r * cols)[xpd_j14] = (float)((float)expf((float)((float)(x + (long)r * cols)[xpd_j14]" in text
     # the unread index of __bang_max is gone
@@ -146,18 +146,16 @@ def test_scratch_row_shared_between_block_loops_is_refused():
 
 
 def test_tail_not_kept_at_zero_changes_the_variance():
-    # without re-zeroing the tail after centring, the tail holds -mean: the variance's tail loop
-    # is kept (no identity), and the row is still exact
+    # without re-zeroing the tail after centring, the tail holds -mean: the variance's tail lanes
+    # are kept (no identity), and the row is still exact
     src = LAYERNORM.replace("""            for (int c = cols; c < padded; ++c)
                 row[c] = 0.0f;                             // ... but keep the tail at 0
 """, "")
     assert src != LAYERNORM
     text = print_program(unstage_rows.apply(_prog(src, "layernorm"), entry="layernorm"))
     body = text[text.index("void layernorm"):text.index("layernorm_host")]
-    # (no fill of lanes from cols on precedes it here, so the split proves nothing about cols >= 0:
-    # the tail starts at max(cols, 0))
-    assert "for (int xpd_i15 = 0 < cols ? cols : 0; xpd_i15 < padded; ++xpd_i15) {\n" \
-        "            xpd_acc14 += (float)((float)((float)0 - xpd_s10) * (float)((float)0 - xpd_s10));" in body
+    assert "for (int xpd_i15 = 0; xpd_i15 < padded; ++xpd_i15) {\n            xpd_acc14 += (float)(xpd_i15 < cols ? " in body
+    assert ": (float)((float)((float)0 - xpd_s10) * (float)((float)0 - xpd_s10)));" in body
 
 
 def test_block_tail_copied_out_is_refused():
