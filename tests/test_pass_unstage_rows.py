@@ -193,3 +193,42 @@ def test_row_kernels_bind_one_block_per_row(tmp_path, name, target):
     assert "= blockIdx.x; " in kernel and " < rows; " in kernel and "+= gridDim.x)" in kernel
     assert "task" not in kernel and "xp_priv" not in code
     assert "__shfl_xor" in kernel
+
+
+ROW_RANGES = """#include <bang.h>
+extern "C" __mlu_global__ void rowsum(const float *x, float *y, int rows, int cols)
+{
+    int per = (rows + taskDim - 1) / taskDim;
+    int r_begin = taskId * per;
+    int r_end = r_begin + per < rows ? r_begin + per : rows;
+    PRAGMA
+    for (long r = r_begin; r < r_end; ++r) {
+        float acc = 0.0f;
+        for (int c = 0; c < cols; ++c)
+            acc += x[(long)r * cols + c];
+        y[r] = acc;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("pragma", [True, False])
+def test_task_slices_take_a_marked_row_loop_only(pragma):
+    """The task slices collapse contiguous per-task row ranges whose body indexes r * cols + c only
+    for a loop that row un-staging marked; any other such loop is refused as before."""
+    from xpiler.passes import loop_recovery
+    from xpiler.passes.base import AlternativeRefused
+    from xpiler.passes.task_slices import ROWS_PRAGMA
+    src = ROW_RANGES.replace("PRAGMA", f"#pragma {ROWS_PRAGMA}" if pragma else "")
+    prog = parse_text(src, "bang", "rowsum.mlu")
+    launch = {"dim": [4, 1, 1], "func_type": "block"}
+    if not pragma:
+        with pytest.raises(AlternativeRefused) as e:
+            loop_recovery.apply(prog, entry="rowsum", launch=launch, normalize="task_slices")
+        assert "does not advance by one" in e.value.why
+        return
+    new = loop_recovery.apply(prog, entry="rowsum", launch=launch, normalize="task_slices")
+    new = new[0] if isinstance(new, tuple) else new
+    text = print_program(new)
+    assert "for (long i = 0; i < rows; ++i) {" in text and "task" not in text.split("void rowsum")[1]
+    assert "x[i * cols + c]" in text and "y[i] = acc;" in text
