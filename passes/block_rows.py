@@ -146,12 +146,11 @@ def check_row_kernel(pl: dict) -> None:
         if any(_has_loop(x) for x in s.body.stmts):
             raise PassError(NAME, f"not a row kernel: column loop '{s.var}' nests a loop (a window, not a row)",
                             _at(s, row), "XP4002")
-        lo, hi, step = s.lo, s.hi, s.step
-        if all(isinstance(e, N.Const) and isinstance(e.value, int) for e in (lo, hi, step)) and step.value > 0 \
-                and -(-(hi.value - lo.value) // step.value) < pl["block"]:
-            raise PassError(NAME, f"not a row kernel: column loop '{s.var}' runs "
-                                  f"{max(0, -(-(hi.value - lo.value) // step.value))} times, fewer than the block's "
-                                  f"{pl['block']} threads", _at(s, row), "XP4002")
+        if all(isinstance(e, N.Const) and isinstance(e.value, int) for e in (s.lo, s.hi, s.step)) and s.step.value > 0:
+            trips = max(0, -(-(s.hi.value - s.lo.value) // s.step.value))
+            if trips < pl["block"]:
+                raise PassError(NAME, f"not a row kernel: column loop '{s.var}' runs {trips} times, fewer than the "
+                                      f"block's {pl['block']} threads", _at(s, row), "XP4002")
 
 
 def _column_loop(program, func, s: N.For, row: N.For) -> dict:
