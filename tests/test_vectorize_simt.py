@@ -245,6 +245,9 @@ def test_migrate_tune_picks_a_vector_form_and_replays(tmp_path, monkeypatch):
         return (0.1 if "float4" in t else 1.0), {"model": "test stand-in"}
     monkeypatch.setattr(EV, "modelled_latency", fake)
     monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
+    # the tuner's choice from the plans' output before they vectorized by default (2026-12-05)
+    from xpiler.migration import pipeline as PL
+    monkeypatch.setattr(PL, "_finish", lambda dst: [PL._cache(dst), ("tensorize", {"target": dst})])
     r = migrate(EX / "relu" / "relu.c", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
                 max_evals=4, seed=0)
     assert r.verified

@@ -39,8 +39,14 @@ def _cache(dst: str, **extra) -> tuple[str, dict]:
     return ("cache", {"target": dst, **extra, ALTERNATIVES: [{**WIDE_DEFAULT, "as_alternative": True}, {}]})
 
 
+#: the default cuda plans' last step: an elementwise grid-stride loop moves float4s
+#: (passes/vectorize_simt.py), as an alternative, skipped where it does not apply (docs/decisions.md)
+VECTORIZE = {"width": 4, "block": 512, "as_alternative": True}
+
+
 def _finish(dst: str) -> list[tuple[str, dict]]:
-    return [_cache(dst), ("tensorize", {"target": dst})]
+    tail = [("vectorize_simt", dict(VECTORIZE))] if dst == "cuda" else []
+    return [_cache(dst), ("tensorize", {"target": dst})] + tail
 
 
 def default_pipeline(src: str, dst: str) -> list[tuple[str, dict]]:

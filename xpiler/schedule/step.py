@@ -70,10 +70,17 @@ def apply_program(program, entry: str, pass_name: str, params: dict, ctx: StepCo
     (:attr:`~xpiler.ir.nodes.Program.launches`): a pass that sizes a launch sets the program's,
     one that does not carries the input's (every pass builds on its input with ``with_``). Raises
     the pass's :class:`~xpiler.passes.base.PassError` when it does not apply."""
-    from xpiler.passes.base import get as get_pass
+    from xpiler.passes.base import AlternativeRefused, PassError, get as get_pass
     call = ctx.call_params(pass_name, params)
     call.setdefault("entry", entry)     # a search step names its function itself
-    res = get_pass(pass_name).apply(program, **call)
+    try:
+        res = get_pass(pass_name).apply(program, **call)
+    except PassError as e:
+        # ``as_alternative``: the step is one alternative of a plan step (xpiler/schedule/plans.py),
+        # and any refusal says only that this alternative does not apply here
+        if params.get("as_alternative") and not isinstance(e, AlternativeRefused):
+            raise AlternativeRefused(pass_name, e.why) from None
+        raise
     if isinstance(res, tuple):
         # a pass still returning ``(program, launch)``: its launch goes into the program here
         prog, launch = res

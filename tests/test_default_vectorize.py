@@ -1,0 +1,54 @@
+"""The default cuda plans end with ``vectorize_simt`` as an alternative: an elementwise grid-stride
+loop moves float4s, every other kernel skips the step without a diagnostic."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xpiler.api import migrate
+from xpiler.migration.pipeline import VECTORIZE, plans
+from xpiler.migration.stage import Stage
+from xpiler.passes.base import AlternativeRefused, PassError
+from xpiler.schedule.step import Step, StepContext, apply_step
+
+from conftest import EXAMPLES
+from _simt_tile_util import bound
+
+
+def _events(r):
+    return [json.loads(x) for x in r.log_path.read_text().splitlines()]
+
+
+def test_only_the_cuda_plans_end_with_the_vector_step():
+    for src in ("c", "hip", "bang"):
+        # the general plan (last) and the retarget plan end with it; the matrix plans do not need it
+        assert plans(src, "cuda")[-1][-1] == ("vectorize_simt", VECTORIZE)
+    for src in ("c", "cuda", "bang"):
+        assert all(n != "vectorize_simt" for p in plans(src, "hip") for n, _ in p)
+
+
+def test_as_alternative_turns_any_refusal_into_an_alternative_refused():
+    _, entry, prog = bound("gemm", "cuda")      # a matmul: no elementwise loop to vectorize
+    stage = Stage(prog, "cuda", entry, ())
+    with pytest.raises(AlternativeRefused):
+        apply_step(Step("vectorize_simt", dict(VECTORIZE)), stage, StepContext())
+    with pytest.raises(PassError) as e:
+        apply_step(Step("vectorize_simt", {"width": 4, "block": 512}), stage, StepContext())
+    assert not isinstance(e.value, AlternativeRefused)
+
+
+def test_default_cuda_output_of_an_elementwise_c_kernel_moves_float4s(tmp_path):
+    r = migrate(EXAMPLES / "sigmoid" / "sigmoid.c", to="cuda", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    assert "float4" in r.code and "& 15" in r.code      # the vector loop and its alignment test
+    vec = [e for e in _events(r) if e["type"] == "pass" and e["name"] == "vectorize_simt"]
+    assert vec and vec[-1]["applied"]
+
+
+def test_a_kernel_the_step_does_not_fit_skips_it_quietly(tmp_path):
+    r = migrate(EXAMPLES / "gemm" / "gemm.c", to="cuda", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    vec = [e for e in _events(r) if e["type"] == "pass" and e["name"] == "vectorize_simt"]
+    assert vec and not vec[-1]["applied"] and vec[-1]["code"] == "XP4002"
+    assert not [d for d in r.diagnostics if d.code == "XP4001"]
