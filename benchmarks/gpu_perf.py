@@ -199,7 +199,40 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
+    print()
+    for line in summary(details):
+        print(line)
     return 0
+
+
+#: families of issue 15's table, and the arrays an elementwise operator moves (read + written)
+FAMILIES = {"elementwise": ("relu", "gelu", "sigmoid", "sign", "add"), "rows": ("softmax", "layernorm", "rmsnorm"),
+            "gemv": ("gemv",), "gemm/bmm": ("gemm", "bmm")}
+ARRAYS = {"add": 3}
+
+
+def summary(details: list) -> list:
+    """Geometric means of PyTorch/ours over the outputs that ran and matched, overall and per
+    family, and the elementwise outputs' achieved DRAM bandwidth (bytes read + written / time)."""
+    import math
+    ok = [d for d in details if d.get("ok") and d.get("ratio_torch_over_ours")]
+
+    def gm(xs):
+        return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+    out = [f"geomean PyTorch/ours over {len(ok)} outputs that ran and matched "
+           f"({len(details) - len(ok)} did not): {gm([d['ratio_torch_over_ours'] for d in ok]):.3f}x"]
+    for fam, ops in FAMILIES.items():
+        xs = [d["ratio_torch_over_ours"] for d in ok if d["op"] in ops]
+        out.append(f"  {fam}: {gm(xs):.3f}x over {len(xs)}")
+    bw = []
+    for d in ok:
+        if d["op"] in FAMILIES["elementwise"]:
+            n = int(d["shape"].split("=")[1])
+            bw.append(ARRAYS.get(d["op"], 2) * 4 * n / (d["ours_ms"] * 1e-3) / 1e9)
+    if bw:
+        out.append(f"  elementwise achieved bandwidth: median {sorted(bw)[len(bw) // 2]:.0f} GB/s, "
+                   f"min {min(bw):.0f}, max {max(bw):.0f} (read + written bytes / time)")
+    return out
 
 
 if __name__ == "__main__":

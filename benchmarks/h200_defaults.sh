@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One device call (<= 10 minutes) on the GPU machine: the default (untuned) cuda and hip outputs
+# of every source of the perf operators, each timed next to PyTorch in one process
+# (benchmarks/gpu_perf.py: CUDA events, median of repeats, checked against PyTorch), with the
+# per-family geometric means of issue 15; then the named tests (TESTS, space-separated node IDs).
+# The outputs are made on the CPU machine (an untuned migration does not depend on the GPU):
+#   python benchmarks/migrate_all.py --to cuda --op gemm --op gemv ... --keep .keep/cuda
+# Run from a snapshot: bash benchmarks/device_snapshot.sh .whl .keep, carry .devsnap, then
+#   cd .devsnap && bash benchmarks/h200_defaults.sh
+# Written 2026-12-05 (twelfth session).
+set -u
+OUT=${OUT:-h200_out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1 \
+    || { echo "wheel install failed"; exit 1; }
+export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
+cat COMMIT 2>/dev/null; nvidia-smi --query-gpu=name --format=csv,noheader
+for to in cuda hip; do
+    [ -d ".keep/$to" ] || continue
+    timeout ${LIMIT:-240} python3 benchmarks/gpu_perf.py ".keep/$to" --out "$OUT" --to $to --jobs 16 2>&1 \
+        | tee "$OUT/gpu_perf_$to.txt" | tail -14
+done
+if [ -n "${TESTS:-}" ]; then
+    printf '%s\n' $TESTS > /tmp/keep_ids.txt
+    DEVSEL_KEEP=/tmp/keep_ids.txt timeout ${TEST_LIMIT:-150} python3 -m pytest -n 8 -p pytest_devsel \
+        -p no:cacheprovider --timeout 140 --tb=short -q tests > "$OUT/pytest.txt" 2>&1
+    grep -E "^E |FAILED|passed|failed" "$OUT/pytest.txt" | tail -20
+fi
