@@ -2,7 +2,7 @@
 # One device call (<= 10 minutes) on the GPU machine: the default (untuned) cuda and hip outputs
 # of every source of the perf operators, each timed next to PyTorch in one process
 # (benchmarks/gpu_perf.py: CUDA events, median of repeats, checked against PyTorch), with the
-# per-family geometric means of issue 15; then the named tests (TESTS, space-separated node IDs).
+# per-family geometric means of issue 15; then the tests listed in TESTS_FILE.
 # The outputs are made on the CPU machine (an untuned migration does not depend on the GPU):
 #   python benchmarks/migrate_all.py --to cuda --op gemm --op gemv ... --keep .keep/cuda
 # Run from a snapshot: bash benchmarks/device_snapshot.sh .whl .keep, carry .devsnap, then
@@ -20,9 +20,11 @@ for to in cuda hip; do
     timeout ${LIMIT:-240} python3 benchmarks/gpu_perf.py ".keep/$to" --out "$OUT" --to $to --jobs 16 2>&1 \
         | tee "$OUT/gpu_perf_$to.txt" | tail -14
 done
-if [ -n "${TESTS:-}" ]; then
-    printf '%s\n' $TESTS > /tmp/keep_ids.txt
-    DEVSEL_KEEP=/tmp/keep_ids.txt timeout ${TEST_LIMIT:-150} python3 -m pytest -n 8 -p pytest_devsel \
-        -p no:cacheprovider --timeout 140 --tb=short -q tests > "$OUT/pytest.txt" 2>&1
-    grep -E "^E |FAILED|passed|failed" "$OUT/pytest.txt" | tail -20
+# tests: node IDs in the file TESTS_FILE (one per line); -v writes each result as it finishes, so a
+# run cut by its limit still says which tests ran
+if [ -n "${TESTS_FILE:-}" ]; then
+    DEVSEL_KEEP="$TESTS_FILE" timeout ${TEST_LIMIT:-150} python3 -m pytest -v -n 16 -p pytest_devsel \
+        -p no:cacheprovider --timeout 140 -rfE tests > "$OUT/pytest.txt" 2>&1
+    grep -cE "\] (PASSED|FAILED|SKIPPED|ERROR)" "$OUT/pytest.txt"
+    grep -E "\] (FAILED|ERROR)|passed|failed" "$OUT/pytest.txt" | tail -20
 fi
