@@ -52,3 +52,11 @@ def test_a_kernel_the_step_does_not_fit_skips_it_quietly(tmp_path):
     vec = [e for e in _events(r) if e["type"] == "pass" and e["name"] == "vectorize_simt"]
     assert vec and not vec[-1]["applied"] and vec[-1]["code"] == "XP4002"
     assert not [d for d in r.diagnostics if d.code == "XP4001"]
+
+
+def test_an_avx512_elementwise_kernel_is_flattened_then_moves_float4s(tmp_path):
+    r = migrate(EXAMPLES / "relu" / "relu_avx512.c", to="cuda", outdir=tmp_path / "o", perf=False)
+    assert r.verified
+    assert "float4" in r.code and "_mm512" not in r.code
+    names = [e["name"] for e in _events(r) if e["type"] == "pass" and e.get("applied")]
+    assert "flatten_lanes" in names and names[-1] == "vectorize_simt"

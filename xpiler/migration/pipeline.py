@@ -165,4 +165,9 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"}), ("cache", {"target": "c"}), gemm_c],
                 [("binding", {"target": "c"})] + _finish("c")]
+    if src == "c" and dst == "cuda":
+        # a detensorized AVX-512 elementwise kernel (lane loops inside a 16-wide loop, a masked tail)
+        # is flattened to one element loop (passes/flatten_lanes.py), which the default tail then
+        # moves as float4s; probed, skipped where there are no such lanes
+        return [general[:2] + [("flatten_lanes", {REQUIRE: True})] + general[2:], general]
     return [general]
