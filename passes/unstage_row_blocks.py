@@ -24,6 +24,10 @@ The rows are then *fused*: row ``K`` runs all its statements before row ``K + 1`
 :func:`merge` finally writes ``for (r0 = L; r0 < H; ++r0) ROW(r0)`` (global addresses made
 ``g[(long)r0 * W + col]``).
 
+Blocks dealt to the tasks in turn (``r0 = taskId * B; r0 += taskDim * B``) are proven and merged
+by ``passes/round_robin_rows.py`` (XP4287), and a sum-pool of the block read back as row sums by
+``passes/sumpool_rows.py`` (XP4288) before the rows are taken apart.
+
 Obligations (each refusal an XP4281 naming it; Z3 with the kernel's integer declarations, the
 block's ``nb``, and the facts ``r0 < H``, ``B >= 1``):
 
@@ -303,17 +307,29 @@ def rows_of_block(loop, stmts, buffers, z, fn):
     if hit is None:
         return None
     nb_decl, B = hit
+    in_turn = False
     if not _min_ok(z, loop, B):
+        from .round_robin_rows import dealt_in_turn, shaped_in_turn
+        in_turn = dealt_in_turn(loop, B, z)
+        if not in_turn and shaped_in_turn(loop, B, z):
+            raise Refused(f"the blocks of loop '{loop.var}' are dealt to the tasks in turn, but Z3 did not prove "
+                          "that they cover every row once", "XP4287", node=loop)
+    if not in_turn and not _min_ok(z, loop, B):
         raise Refused(f"the blocks of loop '{loop.var}' are not contiguous: its step {_c(loop.step)} is not the "
                       f"block size {_c(B)} (rows dealt to tasks block by block)", node=loop)
     changed = D.assigned_names(loop.body) & (_vars(loop.hi) | _vars(B) | _vars(loop.lo) | {loop.var})
     if changed:
         raise Refused(f"loop '{loop.var}' assigns '{sorted(changed)[0]}', which defines its blocks", node=loop)
+    from . import sumpool_rows
+    try:
+        stmts = sumpool_rows.rewrite(stmts, buffers, z, N.Var(nb_decl.name))
+    except sumpool_rows.Refused as e:
+        raise Refused(str(e), e.code, e.node) from None
     blk = _Block(loop, stmts, nb_decl, B, buffers, z, fn)
-    return nb_decl, B, blk.row_statements()
+    return nb_decl, B, blk.row_statements(), in_turn
 
 
-def merge(loop: N.For, fused: list, fn, z, int_params) -> N.For:
+def merge(loop: N.For, fused: list, fn, z, int_params, in_turn: bool = False) -> N.For:
     """``for (r0 = L; r0 < H; ++r0) ROW(r0)``: every global address of ``fused`` that names the block
     start ``r0`` or the row ``KVAR`` is ``(r0 + KVAR) * W + col`` (Z3 identity), written
     ``g[(long)r0 * W + col]``; no other use of them may be left."""
@@ -342,6 +358,12 @@ def merge(loop: N.For, fused: list, fn, z, int_params) -> N.For:
                       "a global address", node=loop)
     body = [substitute(s, {ROWV: N.Var(r0)}) for s in body]
     from .task_slices import ROWS_PRAGMA
+    if in_turn:
+        # blocks dealt to the tasks in turn (round_robin_rows): the same rows, one at a time; the caller
+        # proves the rows independent
+        from .round_robin_rows import TASK_ID, TASK_DIM
+        return loop.with_(lo=TASK_ID, step=TASK_DIM, body=loop.body.with_(stmts=tuple(body)),
+                          var_type=N.Scalar("int64", "long"))
     # the row counter is a long: the addresses were (long)r0 * W + col, and the task slices write
     # the collapsed row in the counter's type
     return loop.with_(step=N.Const(1, "int32", "1"), body=loop.body.with_(stmts=tuple(body)), pragmas=(ROWS_PRAGMA,),

@@ -639,7 +639,7 @@ def unstage(program, entry: str):
         body = _drop_unread(eng.run(stmts))
         new_loop = loop.with_(body=loop.body.with_(stmts=tuple(_tidy(body))))
     else:
-        nb_decl, B, fused = block
+        nb_decl, B, fused, in_turn = block
         # with B <= 0 the block loop never ends (undefined, docs in unstage_row_blocks): B >= 1
         eng.z.hyps.append(lambda t: t(B) >= 1)
         eng.z.facts.clear()
@@ -647,7 +647,8 @@ def unstage(program, entry: str):
                                                                   if isinstance(d, N.Decl)})))
         try:
             new_loop = RB.merge(loop, _tidy(body), fn, eng.z,
-                                [p.name for p in fn.params if isinstance(p.type, N.Scalar) and p.type.dtype in _INT])
+                                [p.name for p in fn.params if isinstance(p.type, N.Scalar) and p.type.dtype in _INT],
+                                in_turn)
         except RB.Refused as e:
             raise Refused(str(e), e.code, e.node) from None
     if _vars(new_loop) & set(used):
@@ -656,7 +657,17 @@ def unstage(program, entry: str):
     new_fn = fn.with_(body=fn.body.with_(stmts=tuple(_tidy(new_prelude) + [new_loop] + after)))
     items = tuple(new_fn if it is fn else it for it in program.items
                   if not (isinstance(it, N.Decl) and it.name in used))
-    return program.with_(items=items)
+    new_program = program.with_(items=items)
+    if block is not None and in_turn:
+        # the rows are dealt one at a time instead of a block at a time (round_robin_rows): the same
+        # result only when no row depends on another and the row does not depend on the task
+        if any(isinstance(n, N.Builtin) for n in walk(new_loop.body)):
+            raise Refused("the rows of blocks dealt in turn use a task builtin", "XP4287", loop)
+        dep = D.check_parallel(new_program, new_fn, new_loop)
+        if dep is not None:
+            raise Refused(f"the rows of blocks dealt in turn are not independent ({dep}): dealing them one "
+                          "at a time could change the result", "XP4287", loop)
+    return new_program
 
 
 def _early_exit(prelude, loop, z) -> list:

@@ -122,10 +122,45 @@ def test_layernorm_block_of_rows_becomes_one_row_per_iteration():
     assert [lp.hi for lp in loops[1:]] == [N.Var("cols")] * 3
 
 
-def test_block_cyclic_rows_are_refused():
-    # rmsnorm.mlu deals blocks of rows to the tasks in turn (step taskDim * block_rows)
-    e = _refusal((ROOT / "examples/rmsnorm/rmsnorm.mlu").read_text(), "rmsnorm")
-    assert e.code == "XP4281" and "not contiguous" in e.why
+RMSNORM = (ROOT / "examples/rmsnorm/rmsnorm.mlu").read_text()
+
+
+def test_rmsnorm_blocks_dealt_in_turn_become_rows_and_the_sumpool_a_row_sum():
+    # rmsnorm.mlu deals blocks of rows to the tasks in turn (step taskDim * block_rows) and sums the
+    # squares with __bang_sumpool + a 32-wide __bang_sum: one row per iteration, dealt in turn, and
+    # one sum over the row's own elements (the zero tail dropped)
+    new = unstage_rows.apply(_prog(RMSNORM, "rmsnorm"), entry="rmsnorm")
+    text = print_program(new)
+    body = text[text.index("void rmsnorm"):text.index("rmsnorm_host")]
+    assert "for (long r0 = taskId; r0 < rows; r0 += taskDim) {" in body
+    assert "for (int xpd_i18 = 0; xpd_i18 < cols; ++xpd_i18) {\n            xpd_acc17 += (float)((float)x[(long)r0 * cols " \
+        "+ xpd_i18] * (float)x[(long)r0 * cols + xpd_i18]);" in body
+    assert "y[(long)r0 * cols + xpd_j26] = (float)((float)((float)x[(long)r0 * cols + xpd_j26] * xpd_s23) * " \
+        "(float)gamma[xpd_j26]);" in body
+    for b in ("part", "sq_buf", "x_buf", "scale_vec", "block_rows", "xpd_Wo16"):
+        assert b not in body
+    loop = next(n for n in walk(new.func("rmsnorm")) if isinstance(n, N.For) and n.var == "r0")
+    assert loop.pragmas == ()       # a strided row loop: loop recovery's strided form, not the task slices
+
+
+@pytest.mark.parametrize("old,new,code,why", [
+    # a row that reads the task: dealing rows one at a time would change it
+    ("scale_vec[k] = red_buf[0] / (float)cols;", "scale_vec[k] = red_buf[0] / (float)cols + taskId;",
+     "XP4287", "task builtin"),
+    # blocks dealt every other turn: no proof that they cover the rows
+    ("r0 += taskDim * block_rows", "r0 += 2 * taskDim * block_rows", "XP4281", "not contiguous"),
+    # a 1 x 1 window: padded / 32 output columns per row, no longer one sum per channel of the row
+    ("__bang_sumpool(part, sq_buf, ALIGN, nb, padded / ALIGN, 1, padded / ALIGN, 1, padded / ALIGN);",
+     "__bang_sumpool(part, sq_buf, ALIGN, nb, padded / ALIGN, 1, 1, 1, 1);", "XP4288", "one 1 x Q window per row"),
+    # only half of a row's 32 partial sums are added: not the row's sum
+    ("__bang_sum(red_buf, part + k * ALIGN, ALIGN);", "__bang_sum(red_buf, part + k * ALIGN, ALIGN / 2);",
+     "XP4288", "partial sums"),
+])
+def test_rmsnorm_mutations_are_refused(old, new, code, why):
+    src = RMSNORM.replace(old, new)
+    assert src != RMSNORM
+    e = _refusal(src, "rmsnorm")
+    assert e.code == code and why in e.why
 
 
 def test_scratch_row_shared_between_block_loops_is_refused():
@@ -180,7 +215,8 @@ extern "C" __mlu_global__ void cp(const float *x, float *y, int n)
     assert e.code == "XP4002"
 
 
-@pytest.mark.parametrize("name,target", [("softmax", "cuda"), ("softmax", "hip"), ("layernorm", "cuda")])
+@pytest.mark.parametrize("name,target", [("softmax", "cuda"), ("softmax", "hip"), ("layernorm", "cuda"),
+                                         ("rmsnorm", "cuda"), ("rmsnorm", "hip")])
 def test_row_kernels_bind_one_block_per_row(tmp_path, name, target):
     from xpiler.migration.driver import migrate
     r = migrate(ROOT / f"examples/{name}/{name}.mlu", target, outdir=tmp_path / "out", jobs=1, perf=False)
@@ -189,6 +225,8 @@ def test_row_kernels_bind_one_block_per_row(tmp_path, name, target):
     assert "unstage_rows" in names
     code = r.output_path.read_text()
     kernel = code.split("__global__")[1].split("_host")[0]
+    # the source's comments stay (rmsnorm.mlu's "block b goes to task b % taskDim")
+    kernel = "\n".join(line for line in kernel.splitlines() if not line.strip().startswith("//"))
     # one block per row (a grid-stride row loop over blocks), not a 4-iteration task loop
     assert "= blockIdx.x; " in kernel and " < rows; " in kernel and "+= gridDim.x)" in kernel
     assert "task" not in kernel and "xp_priv" not in code
