@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from xpiler.frontend import parse_file, parse_text
+from xpiler.migration.pipeline import direction_plans
 from xpiler.migration.stage import Stage
 from xpiler.printers import print_program
 from xpiler.schedule.routes_tasks import _source_tasks, recovery_start, retask_steps, task_route
@@ -108,8 +109,10 @@ def test_chosen_relaunch_is_logged_and_replays(tmp_path, monkeypatch):
     monkeypatch.setattr(TU, "source_for", lambda dialect, text: MODEL)
     monkeypatch.setattr(RT, "TASK_COUNTS", (64,))
     monkeypatch.setattr(TU, "retask_steps", lambda *a, **k: RT.retask_steps(*a, **k, counts=(64,)))
+    # the general plan, which keeps the source's tasks (the default un-stages the rows first:
+    # tests/test_pass_unstage_rows.py)
     r = migrate(EX / "rmsnorm" / "rmsnorm.mlu", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
-                max_evals=3, seed=0)
+                max_evals=3, seed=0, pipeline=direction_plans("bang", "cuda")[-1])
     assert r.verified
     assert "(rows + 64 - 1) / 64" in r.output_path.read_text()
     events = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()[1:]]
@@ -177,7 +180,7 @@ def test_the_search_chooses_a_normalization_and_replay_reapplies_it(tmp_path, mo
     monkeypatch.setattr(TU, "retask_steps", lambda *a, **k: __import__(
         "xpiler.schedule.routes_tasks", fromlist=["x"]).retask_steps(*a, **k, counts=()))
     r = migrate(EX / "rmsnorm" / "rmsnorm.mlu", "cuda", outdir=tmp_path / "out", jobs=1, perf=False, tune=True,
-                max_evals=2, seed=0)
+                max_evals=2, seed=0, pipeline=direction_plans("bang", "cuda")[-1])     # the general plan, as above
     assert r.verified and "block_rows_1" not in r.output_path.read_text()
     events = [json.loads(x) for x in (tmp_path / "out" / "provenance.jsonl").read_text().splitlines()[1:]]
     plan = [e for e in events if e["type"] == "pass" and e["name"] == "loop_recovery" and e.get("applied")
