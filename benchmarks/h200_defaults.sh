@@ -15,10 +15,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
     || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
 cat COMMIT 2>/dev/null; nvidia-smi --query-gpu=name --format=csv,noheader
-for to in cuda hip; do
-    [ -d ".keep/$to" ] || continue
-    timeout ${LIMIT:-240} python3 benchmarks/gpu_perf.py ".keep/$to" --out "$OUT" --to $to --jobs 16 2>&1 \
-        | tee "$OUT/gpu_perf_$to.txt" | tail -14
+# every folder .keep/<name>: cuda outputs when <name> starts with "cuda", else hip (e.g. .keep/cuda,
+# .keep/hip, .keep/cuda_block128 for a variant); each its own gpu_perf run, its own JSON folder
+for d in .keep/*/; do
+    name=$(basename "$d"); case "$name" in cuda*) to=cuda;; *) to=hip;; esac
+    mkdir -p "$OUT/$name"
+    timeout ${LIMIT:-240} python3 benchmarks/gpu_perf.py "$d" --out "$OUT/$name" --to $to --jobs 16 2>&1 \
+        | tee "$OUT/gpu_perf_$name.txt" | tail -16
 done
 # tests: node IDs in the file TESTS_FILE (one per line); -v writes each result as it finishes, so a
 # run cut by its limit still says which tests ran
