@@ -52,3 +52,20 @@ def run_cli(*args, cwd=None, env=None):
         e.update(env)
     return subprocess.run([sys.executable, "-m", "xpiler", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd or ROOT, env=e, timeout=600)
+
+
+def plans_before_20261205(monkeypatch) -> None:
+    """The default plans as they were before the twelfth session made the untuned cuda outputs fast
+    (no wide-matmul plan, no AVX-512 lane plan to cuda, no vectorize tail), for tests of the
+    tuner's routes to those forms: with the new plans the default already is the form."""
+    from xpiler.migration import driver as DR
+    from xpiler.migration import pipeline as PL
+    monkeypatch.setattr(PL, "_finish", lambda dst: [PL._cache(dst), ("tensorize", {"target": dst})])
+
+    def old(src, dst):
+        ps = PL.plans(src, dst)
+        ps = [p for p in ps if not any(n == "cache" and q.get("thread_tile") and q.get(PL.REQUIRE) for n, q in p)]
+        if src == "c" and dst == "cuda":
+            ps = [p for p in ps if "flatten_lanes" not in [n for n, _ in p]]
+        return ps
+    monkeypatch.setattr(DR, "default_plans", old)

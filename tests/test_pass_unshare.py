@@ -130,10 +130,12 @@ def test_conv1d_hip_reaches_the_targets_staging_and_verifies(tmp_path, to):
     if to == "bang":
         assert_bang_conv_on_chip(text)
     else:
-        shared = re.findall(r"__shared__ float (\w+)\[", text)
+        # (the wide register-blocked tiles, the cuda default for a float32 matmul since 2026-12-05:
+        # both tiles are read as float4 runs into registers that feed the accumulation)
+        shared = re.findall(r"__shared__ __align__\(16\) float (\w+)\[", text)
         assert len(shared) == 2
-        acc = [ln for ln in text.splitlines() if "+=" in ln and all(s + "[" in ln for s in shared)]
-        assert acc, "the staged tiles do not feed the accumulation"
+        assert all(f"((const float4 *){s})[" in text for s in shared), "the staged tiles are not read"
+        assert "xp_acc[" in text and "+=" in text
 
 
 TWO = """
