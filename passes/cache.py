@@ -398,29 +398,21 @@ WIDE_DEFAULT = {"tile": 64, "thread_tile": 4, "bk": 16, "vec": 4, "prefetch": Tr
 
 def _as_alternative(program: N.Program, entry: str, params: dict) -> dict:
     """``as_alternative=True``: these parameters are one alternative of a plan step
-    (xpiler/schedule/plans.py). Where they do not apply -- no float32 matmul (half operands keep
-    the WMMA / MFMA routes), or a tile the kernel does not admit -- the refusal is an
-    :class:`~xpiler.passes.base.AlternativeRefused`, so the plan proposes its next alternative."""
-    from .base import AlternativeRefused
+    (xpiler/schedule/plans.py). Besides the form's own checks, they refuse (XP4002) every matmul
+    whose A, B and C are not all float32: half operands keep the WMMA / MFMA routes. Where every
+    step is applied (``xpiler/schedule/step.py: apply_program``) any refusal of such a step becomes
+    an :class:`~xpiler.passes.base.AlternativeRefused`, so the plan proposes its next alternative.
+    Returns the parameters without the flag."""
     rest = {k: v for k, v in params.items() if k != "as_alternative"}
-    try:
-        ct, _ = plan_simt(program, entry, "auto", False, NAME, simple=False)
-        if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")):
-            raise PassError(NAME, f"kernel '{entry}': operands {ct.dtypes}: not a float32 matmul", ct.root, "XP4002")
-        check(program, entry=entry, **rest)
-    except PassError as e:
-        raise AlternativeRefused(NAME, f"{_describe(rest)}: {e.why}") from None
+    ct, _ = plan_simt(program, entry, "auto", False, NAME, simple=False)
+    if any(ct.dtypes.get(x) != "float32" for x in ("A", "B", "C")):
+        raise PassError(NAME, f"kernel '{entry}': operands {ct.dtypes}: not a float32 matmul", ct.root, "XP4002")
     return rest
-
-
-def _describe(params: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items() if k != "target")
 
 
 def check(program: N.Program, *, entry: str, **params) -> None:
     if params.get("as_alternative"):
-        _as_alternative(program, entry, params)
-        return
+        params = _as_alternative(program, entry, params)
     if program.dialect in ("cuda", "hip") and params.get("target") in (None, program.dialect):
         if params.get("thread_tile") and params.get("vec"):
             plan_wide(program, entry, params.get("tile", 128), params.get("tile_n"), params["thread_tile"],

@@ -49,17 +49,22 @@ def test_the_alternative_writes_the_wide_form_for_a_float32_matmul():
 
 
 def test_the_alternative_is_refused_as_an_alternative_where_it_does_not_apply():
+    from xpiler.migration.stage import Stage
+    from xpiler.schedule.step import Step, StepContext, apply_step
+
+    def step(prog, entry, **params):     # where the plans apply it (refusals become alternatives)
+        return apply_step(Step("cache", params), Stage(prog, "cuda", entry, ()), StepContext())
     _, entry, relu = bound("relu", "cuda")
     with pytest.raises(AlternativeRefused):
-        cache.check(relu, entry=entry, **WIDE)
+        step(relu, entry, **WIDE)
     # half operands converted before the multiply: the wide form would apply, the WMMA route is kept
     _, half = half_gemm()
     cache.check(half, entry="gemm_wmma", target="cuda", **cache.WIDE_DEFAULT)
     with pytest.raises(AlternativeRefused, match="not a float32 matmul"):
-        cache.check(half, entry="gemm_wmma", **WIDE)
+        step(half, "gemm_wmma", **WIDE)
     # without the flag, a refusal is an ordinary one, which ends a plan instead of trying the next
     with pytest.raises(PassError) as e:
-        cache.check(relu, entry=entry, target="cuda", **cache.WIDE_DEFAULT)
+        step(relu, entry, target="cuda", **cache.WIDE_DEFAULT)
     assert not isinstance(e.value, AlternativeRefused)
 
 
