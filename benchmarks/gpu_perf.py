@@ -39,6 +39,12 @@ PERF = {
     "add": {"n": 1 << 24},
     "softmax": {"rows": 4096, "cols": 1024},
     "layernorm": {"rows": 4096, "cols": 1024}, "rmsnorm": {"rows": 4096, "cols": 1024},
+    # convolutions (valid, stride 1): a ResNet-like 3x3 layer, its NHWC twin, a depthwise 3x3 and a
+    # 1-D layer; sized within the BANG sources' NRAM/WRAM limits (their outputs keep those limits)
+    "conv2d_nchw": {"N": 8, "Cin": 64, "H": 58, "W": 58, "Cout": 128, "KH": 3, "KW": 3, "S": 1},
+    "conv2d_nhwc": {"N": 8, "Cin": 64, "H": 58, "W": 58, "Cout": 128, "KH": 3, "KW": 3, "S": 1},
+    "depthwise_conv2d": {"N": 8, "C": 64, "H": 130, "W": 130, "KH": 3, "KW": 3, "S": 1},
+    "conv1d": {"N": 8, "Cin": 64, "L": 4098, "Cout": 128, "KW": 3, "S": 1},
 }
 
 
@@ -68,7 +74,37 @@ def torch_ref(op, t, arrays, sizes):
         return (lambda: torch.nn.functional.layer_norm(g["x"], (sizes["cols"],), g["gamma"], g["beta"], 1e-5)), "y"
     if op == "rmsnorm":
         return (lambda: g["x"] * torch.rsqrt(g["x"].pow(2).mean(-1, keepdim=True) + 1e-5) * g["gamma"]), "y"
+    if op in CONV:
+        return _torch_conv(op, g, sizes), "output"
     return None, None
+
+
+#: convolution operators; their baseline is cuDNN through torch.nn.functional in float32 with
+#: TF32 off (``torch.backends.cudnn.allow_tf32 = False``), the arithmetic our kernels do
+CONV = ("conv2d_nchw", "conv2d_nhwc", "depthwise_conv2d", "conv1d")
+
+
+def _torch_conv(op, g, z):
+    """A callable computing the convolution with cuDNN on the spec's layouts, without copies in
+    the timed call: NHWC goes in as a channels-last view (cuDNN runs it natively), and the result's
+    NHWC view is returned."""
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    x, w, s = g["input"], g["weight"], z["S"]
+    if op == "conv2d_nchw":
+        x4, w4 = x.reshape(z["N"], z["Cin"], z["H"], z["W"]), w.reshape(z["Cout"], z["Cin"], z["KH"], z["KW"])
+        return lambda: F.conv2d(x4, w4, stride=s)
+    if op == "conv2d_nhwc":
+        x4 = x.reshape(z["N"], z["H"], z["W"], z["Cin"]).permute(0, 3, 1, 2)      # channels-last NCHW view
+        w4 = w.reshape(z["Cout"], z["KH"], z["KW"], z["Cin"]).permute(0, 3, 1, 2)
+        return lambda: F.conv2d(x4, w4, stride=s).permute(0, 2, 3, 1)
+    if op == "depthwise_conv2d":
+        x4, w4 = x.reshape(z["N"], z["C"], z["H"], z["W"]), w.reshape(z["C"], 1, z["KH"], z["KW"])
+        return lambda: F.conv2d(x4, w4, stride=s, groups=z["C"])
+    x3, w3 = x.reshape(z["N"], z["Cin"], z["L"]), w.reshape(z["Cout"], z["Cin"], z["KW"])
+    return lambda: F.conv1d(x3, w3, stride=s)
 
 
 def time_torch(fn, repeats=20):
@@ -207,7 +243,7 @@ def main() -> int:
 
 #: families of issue 15's table, and the arrays an elementwise operator moves (read + written)
 FAMILIES = {"elementwise": ("relu", "gelu", "sigmoid", "sign", "add"), "rows": ("softmax", "layernorm", "rmsnorm"),
-            "gemv": ("gemv",), "gemm/bmm": ("gemm", "bmm")}
+            "gemv": ("gemv",), "gemm/bmm": ("gemm", "bmm"), "conv (vs cuDNN, fp32)": CONV}
 ARRAYS = {"add": 3}
 
 
