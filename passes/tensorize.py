@@ -269,10 +269,65 @@ def _half_spelling(func, ct):
     return sp.pop() if len(sp) == 1 else None
 
 
+#: the block-tiled WMMA form's parameters (passes/patterns/simt_wmma_block.py)
+BLOCK_PARAMS = ("tile", "tile_n", "warps", "bk", "double")
+#: the block-tiled WMMA form the default cuda plans try first for a half matmul: a 64 x 64 tile
+#: per block of 4 warps (2 x 2 fragments each), k slices of 32, double-buffered
+#: (docs/decisions.md, 2026-12-05 "Half matmuls to cuda: block-tiled WMMA")
+WMMA_BLOCK_DEFAULT = {"tile": 64, "warps": 4, "bk": 32, "double": True}
+
+
+def _block_params(params) -> dict | None:
+    """The block-tiled form's parameters, or None when none is given (the one-warp form)."""
+    if not any(params.get(k) is not None for k in BLOCK_PARAMS):
+        return None
+    try:
+        BM = int(params.get("tile") or 64)
+        BN = int(params.get("tile_n") or BM)
+        W = int(params.get("warps") or 4)
+        BK = int(params.get("bk") or 32)
+    except (TypeError, ValueError):
+        raise PassError(NAME, f"block-tiled WMMA: parameters {params}: integers expected", None, "XP4292")
+    return {"BM": BM, "BN": BN, "warps": W, "BK": BK, "double": bool(params.get("double"))}
+
+
+def _block_plan(program, entry, **params):
+    """(Contraction, block parameters) of the block-tiled WMMA form, or PassError: XP4292 for
+    parameters that make no valid form, XP4293 for a kernel the form does not compute."""
+    from .patterns import simt_wmma_block as WB
+    bp = _block_params(params)
+    why = WB.check_params(bp["BM"], bp["BN"], bp["warps"], bp["BK"], bp["double"])
+    if why:
+        raise PassError(NAME, f"block-tiled WMMA: {why}", None, "XP4292")
+    if program.dialect != "cuda":
+        raise PassError(NAME, f"block-tiled WMMA: program is {program.dialect}; the form is written for cuda",
+                        None, "XP4293")
+    try:
+        ct, instr = _simt_plan(program, entry, **params)
+    except PassError as e:
+        raise PassError(NAME, f"block-tiled WMMA: {e.why}", None, "XP4293") from None
+    why = WB.check_kernel(ct) if instr == "wmma::mma_sync" else f"the kernel maps to {instr}, not WMMA"
+    if why:
+        raise PassError(NAME, f"block-tiled WMMA: {why}", ct.root, "XP4293")
+    from .patterns import common as PU
+    # (what stays of the kernel is its prelude: the shared tiles of a cache step are replaced)
+    have = PU.static_bytes(program, ct.func.with_(body=N.Block(tuple(ct.prelude))), "shared")
+    need = WB.shared_bytes(bp["BM"], bp["BN"], bp["warps"], bp["BK"], bp["double"])
+    if have + need > WB.SHARED_LIMIT:
+        raise PassError(NAME, f"block-tiled WMMA: {have + need} bytes of shared memory, more than "
+                              f"{WB.SHARED_LIMIT}", ct.root, "XP4292")
+    return ct, bp
+
+
 def _simt_apply(program, entry, **params):
     from .patterns import simt_tile as ST
+    if _block_params(params) is not None:
+        from .patterns import simt_wmma_block as WB
+        ct, bp = _block_plan(program, entry, **params)
+        prog = ST.rebuild(program, ct, WB.body(ct, bp["BM"], bp["BN"], bp["warps"], bp["BK"], bp["double"]),
+                          _wmma_includes(program))
+        return prog, WB.launch(ct, bp["BM"], bp["BN"], bp["warps"])
     ct, instr = _simt_plan(program, entry, **params)
-    texts = [it.text for it in program.items if isinstance(it, (N.Directive, N.Raw))]
     if program.dialect == "hip":
         extra = [] if any(isinstance(it, N.Typedef) and it.name == "floatx4" for it in program.items) else \
             ["typedef float floatx4 __attribute__((ext_vector_type(4)));"]
@@ -291,6 +346,13 @@ def _simt_apply(program, entry, **params):
         return prog, ST.launch(ct, "hip", 64, 1, 16, 16)
     if instr == "__dp4a":
         return ST.rebuild(program, ct, ST.tiled_body(ct, "cuda", 16, dp4a=True)), ST.launch(ct, "cuda", 16, 16, 16, 16)
+    prog = ST.rebuild(program, ct, ST.wmma_body(ct), _wmma_includes(program))
+    return prog, ST.launch(ct, "cuda", 32, 1, 16, 16)
+
+
+def _wmma_includes(program) -> list[str]:
+    """The top-level lines a WMMA kernel needs that the program does not have yet."""
+    texts = [it.text for it in program.items if isinstance(it, (N.Directive, N.Raw))]
     extra = []
     if not any("mma.h" in t for t in texts):
         extra.append("#include <mma.h>")
@@ -298,8 +360,7 @@ def _simt_apply(program, entry, **params):
         extra.append("#include <cuda_fp16.h>")
     if not any(isinstance(it, N.Using) for it in program.items):
         extra.append("using namespace nvcuda;")
-    prog = ST.rebuild(program, ct, ST.wmma_body(ct), extra)
-    return prog, ST.launch(ct, "cuda", 32, 1, 16, 16)
+    return extra
 
 
 # ------------------------------------------------------------------------------ c register-tiled gemm
@@ -367,6 +428,9 @@ def check(program: N.Program, *, entry: str, **params) -> None:
         _gemm_plan(program, entry, **params)
         return
     if program.dialect in ("cuda", "hip"):
+        if _block_params(params) is not None:
+            _block_plan(program, entry, **params)
+            return
         _simt_plan(program, entry, **params)
         return
     _sites(program, entry, **params)
@@ -439,5 +503,16 @@ def candidates(program: N.Program, target: str) -> list[dict]:
                     out.append({"target": target, "micro": micro, "kc": kc})
                 except PassError:
                     break       # the nest is refused for every tile alike
+        if target == "cuda" and program.dialect == "cuda":
+            # the block-tiled WMMA form (passes/patterns/simt_wmma_block.py), one step per shape
+            from .patterns.simt_wmma_block import SHAPES
+            for BM, BN, W, BK, dbl in SHAPES:
+                p = {"target": target, "tile": BM, "tile_n": BN, "warps": W, "bk": BK, "double": dbl}
+                try:
+                    check(program, entry=f.name, **p)
+                    out.append(p)
+                except PassError as e:
+                    if e.code == "XP4293":
+                        break   # the kernel is refused for every shape alike
         break
     return out

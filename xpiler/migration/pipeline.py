@@ -39,6 +39,17 @@ def _cache(dst: str, **extra) -> tuple[str, dict]:
     return ("cache", {"target": dst, **extra, ALTERNATIVES: [{**WIDE_DEFAULT, "as_alternative": True}, {}]})
 
 
+def _tensorize(dst: str, **extra) -> tuple[str, dict]:
+    """The tensorize step. For cuda, a half matmul is first tried in the block-tiled WMMA form
+    (passes/tensorize.py: WMMA_BLOCK_DEFAULT); the one-warp WMMA form (and every other rule of the
+    pass) follows where that does not apply (docs/decisions.md, 2026-12-05)."""
+    if dst != "cuda":
+        return ("tensorize", {"target": dst, **extra})
+    from xpiler.passes.tensorize import WMMA_BLOCK_DEFAULT
+    return ("tensorize", {"target": dst, **extra,
+                          ALTERNATIVES: [{**WMMA_BLOCK_DEFAULT, "as_alternative": True}, {}]})
+
+
 #: the default cuda plans' last step: an elementwise grid-stride loop moves float4s
 #: (passes/vectorize_simt.py), as an alternative, skipped where it does not apply (docs/decisions.md)
 VECTORIZE = {"width": 4, "block": 512, "as_alternative": True}
@@ -81,7 +92,16 @@ def row_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         return []
     prefix = [("detensorize", {"target": dst}), recover()]
     prefix += [("unthread", {})] if src in SIMT else [("unblock", {})] if src == "bang" else []
-    return [prefix + [("binding", {"target": dst, **ROWS, REQUIRE: True})] + _finish(dst)]
+    out = [prefix + [("binding", {"target": dst, **ROWS, REQUIRE: True})] + _finish(dst)]
+    if src == "c":
+        # an AVX-512 row kernel (softmax_avx512.c: lane-array reductions, 16-wide loops with masked
+        # tails) made plain scalar row loops first (flatten_lanes rows=True: helpers inlined, lane
+        # fusions with one check per pair, lane accumulators made scalars, each vector loop joined
+        # with its tail; passes/flatten_lanes.py), then bound the same way; probed, after the plan
+        # above so that a scalar row kernel never pays for it (docs/decisions.md, 2026-12-05)
+        out.append(prefix + [("flatten_lanes", {"rows": True, REQUIRE: True}),
+                             ("binding", {"target": dst, **ROWS, REQUIRE: True})] + _finish(dst))
+    return out
 
 
 def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
@@ -95,8 +115,7 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # plan's passes without tests and skips it unless the `require`d step applies
         # (a shared-memory tiled matmul is un-tiled first, passes/untile.py; a no-op elsewhere)
         # (its cache step writes plain tiles: the wide float32 form would leave no WMMA to find)
-        matrix = general[:2] + [("untile", {}), general[2], ("cache", {"target": dst}),
-                                ("tensorize", {"target": dst, REQUIRE: True})]
+        matrix = general[:2] + [("untile", {}), general[2], ("cache", {"target": dst}), _tensorize(dst, **{REQUIRE: True})]
         # a kernel without on-chip staging (one thread per output: NHWC / depthwise convolutions,
         # naive matmuls) is re-derived through loops when the cache pass then stages its reused
         # operand in shared memory / LDS; probed, skipped unless cache applies. No untile here: a
