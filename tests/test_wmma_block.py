@@ -109,3 +109,35 @@ def test_search_candidates_offer_the_block_shapes_for_half_only():
     assert shapes == list(SHAPES)
     _, _, f32 = bound("gemm", "cuda")
     assert not [c for c in tensorize.candidates(f32, "cuda") if "warps" in c]
+
+
+BMM_HALF = """#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+extern "C" __global__ void bmm_wmma(const half* A, const half* B, float* C, int batch, int M, int N, int K) {
+    for (int t = 0; t < batch * M; ++t) {
+        for (int j = 0; j < N; ++j) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; ++k) {
+                acc += __half2float(A[(t / M * M + t % M) * K + k]) * __half2float(B[(t / M * K + k) * N + j]);
+            }
+            C[(t / M * M + t % M) * N + j] = acc;
+        }
+    }
+}
+"""
+
+
+def test_block_form_verifies_a_batched_half_matmul():
+    # a flattened batch loop (t < batch * M): the batch runs over blockIdx.z, every shape of
+    # bmm_wmma.cu's spec (odd: 3 x 17 x 33 x ...), against its reference and the WMMA source
+    from xpiler.frontend import parse_text
+    p = parse_text(BMM_HALF, "cuda", "bmm_half_scalar.cu")
+    f = p.func("bmm_wmma")
+    lt = f.body.stmts[0]
+    lt = lt.with_(binding="global.x")
+    prog = p.with_(items=tuple(f.with_(body=f.body.with_(stmts=(lt,))) if it is f else it for it in p.items))
+    out, launch = tensorize.apply(prog, entry="bmm_wmma", target="cuda", **tensorize.WMMA_BLOCK_DEFAULT)
+    assert "blockIdx.z" in print_program(out, "cuda") and launch["grid"][2] != 1
+    v = verify(out, EXAMPLES / "bmm" / "bmm_wmma.cu", "cuda", launch)
+    assert v.verified, v.failures[:1]
