@@ -352,7 +352,8 @@ class Acc:
 
 PURE_CALLS = {"min", "max", "fminf", "fmaxf", "fabsf", "fabs", "abs", "sqrtf", "sqrt", "expf", "exp", "logf",
               "log", "tanhf", "tanh", "erff", "erf", "powf", "pow", "floorf", "floor", "ceilf", "ceil", "rsqrtf",
-              "sinf", "cosf", "fmin", "fmax", "roundf", "truncf", "__expf", "__logf", "exp2f", "log2f"}
+              "sinf", "cosf", "fmin", "fmax", "roundf", "truncf", "__expf", "__logf", "exp2f", "log2f",
+              "fmaf", "fma", "ldexpf", "ldexp", "nearbyintf", "nearbyint"}
 
 
 #: C library functions whose listed pointer arguments are only read (the standard declares them

@@ -25,8 +25,16 @@ for c -> cuda / hip (``xpiler/schedule/routes_lanes.py``, which logs them one by
 plan logs the whole normalization as one step, and ``xpiler replay`` re-derives it by running
 this step again (it is deterministic: candidates are taken in the passes' own order).
 
-Parameters: ``entry``, ``vectors``. Refusals: XP4002 when no loop collapses (the program has no lane loop
-under a vector loop, so there is nothing to flatten: the plan without this step follows).
+With ``rows=True`` (c -> bang, the plan tried after the one above) the step serves a row kernel
+whose reductions run in lane arrays and whose vector loops end in masked tails
+(softmax_avx512.c), see :func:`flatten_rows`: helpers inlined, lane fusions and contractions,
+lane accumulators made scalars (passes/lane_accumulators.py), each vector loop joined with its
+masked tail into one element loop (``lowering/chunk_tail.join_masked``, whose module text gives
+the argument for each rewrite).
+
+Parameters: ``entry``, ``vectors``, ``rows``. Refusals: XP4002 when no loop collapses (the program has no lane loop
+under a vector loop, so there is nothing to flatten: the plan without this step follows); with
+``rows=True``, XP4002 when no vector loop joins with its tail.
 """
 from __future__ import annotations
 
@@ -41,6 +49,8 @@ NAME = "flatten_lanes"
 MAX_LANES = 64
 #: at most this many rewrites of one kind (a bound on the walk)
 MAX_STEPS = 32
+#: the bound for a row kernel (rows=True), whose inlined helpers bring many lane loops
+MAX_ROW_STEPS = 256
 
 
 def _const(e):
@@ -265,16 +275,157 @@ def vectors_to_lanes(program: N.Program, entry: str) -> N.Program | None:
     return replace_func(program, fn, fn.with_(body=body))
 
 
-def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
-    """The program after the lane fusions, contractions and collapses, and the ``(pass, params)``
-    applied, in order."""
+# ------------------------------------------------------------------ row kernels (rows=True)
+def splice_nested(fn: N.Func) -> N.Func:
+    """``fn`` with each plain ``{ ... }`` statement block, at any depth, replaced by its statements
+    when no name it declares directly is a parameter or appears anywhere in ``fn`` outside it
+    (the rule of ``binding.splice_blocks``, which splices the top level only): an inlined helper
+    leaves its lane loops in such blocks, where the fuse pass does not see them as neighbours."""
+    params = {p.name for p in fn.params}
+    while True:
+        done = []
+
+        def blk(b):
+            if done or not isinstance(b, N.Block):
+                return b
+            out = []
+            for s in b.stmts:
+                if type(s) is N.Block and not done:
+                    own = {d.name for d in s.stmts if isinstance(d, N.Decl)}
+                    inside = {id(x) for x in walk(s)}
+                    rest = {x.var if isinstance(x, N.For) else x.name for x in walk(fn.body)
+                            if id(x) not in inside and isinstance(x, (N.Var, N.Decl, N.For))}
+                    if not own & (params | rest):
+                        out.extend(s.stmts)
+                        done.append(s)
+                        continue
+                out.append(s)
+            return b.with_(stmts=tuple(out))
+        from xpiler.ir.visit import rewrite
+        body = rewrite(fn.body, blk)
+        if not done:
+            return fn
+        fn = fn.with_(body=body)
+
+
+def has_masked_tail(fn: N.Func) -> bool:
+    """A cheap test of the form :func:`flatten_rows` joins, before its costlier steps: a loop with
+    a step other than 1 that holds a lane loop (a vector loop), and an ``if`` without ``else`` that
+    holds one (its masked tail), both somewhere in ``fn``."""
+    if fn.body is None:
+        return False
+    def holds_lanes(s):
+        return any(isinstance(n, N.For) and is_lane_loop(n) for n in walk(s))
+    vector = any(isinstance(n, N.For) and _const(n.step) != 1 and holds_lanes(n.body) for n in walk(fn.body))
+    tail = any(isinstance(n, N.If) and n.else_ is None and holds_lanes(n.then) for n in walk(fn.body))
+    return vector and tail
+
+
+def flatten_rows(program: N.Program, entry: str) -> tuple[N.Program, list]:
+    """A detensorized row kernel whose reductions run in lane arrays and whose vector loops end
+    in masked tails (softmax_avx512.c), made element loops: the helpers the kernel calls on lane
+    arrays inlined (``inline_helpers.prepare_source``: detensorize made them pointer helpers) and
+    their blocks spliced; the lane fusions and contractions; each lane accumulator made one
+    scalar (``contraction(mode="lanes")``, passes/lane_accumulators.py); each chunk loop and its
+    masked tail joined into one loop (``lowering/chunk_tail.join_masked``)."""
+    from .inline_helpers import prepare_source
+    from .lowering.chunk_tail import join_masked
+    from .lowering.common import Names
+    from .patterns.common import replace_func
+    from . import lane_accumulators as LA
     done = []
-    vec = vectors_to_lanes(program, entry)
-    if vec is not None:
-        program = vec
-        done.append(("vectors_to_lanes", {"entry": entry}))
-    for kind in ("fuse", "contraction", "collapse"):
-        for _ in range(MAX_STEPS):
+    # the helpers' own lane loops are fused in the helper first, where each check sees a small
+    # function, so that each call inlines one lane loop instead of one per statement
+    called = {n.func for n in walk(program.func(entry).body) if isinstance(n, N.Call) and isinstance(n.func, str)}
+    for h in [f for f in program.funcs if f.name in called and f.name != entry and f.body is not None]:
+        program = replace_func(program, h, splice_nested(h))
+        program, more = fuse_lane_runs(program, h.name)
+        done += more
+    inl = prepare_source(program, entry)
+    if inl is not program:
+        program = inl
+        done.append(("inline", {"entry": entry}))
+    fn = program.func(entry)
+    program = replace_func(program, fn, splice_nested(fn))
+    # an inlined helper brings a lane loop per statement (twice, for a loop and its tail)
+    program, more = fuse_lane_runs(program, entry)
+    done += more
+    program, more = _contract_rounds(program, entry, lambda p: [
+        c for c in get("contraction").candidates(p, "c") if c.get("entry", entry) == entry
+        and is_lane_array(p.func(entry), c["array"])], "contraction")
+    done += more
+    program, more = _contract_rounds(program, entry, lambda p: [
+        c for c in LA.candidates(p) if c["entry"] == entry], "contraction")
+    done += more
+    fn = program.func(entry)
+    body, joined = join_masked(fn, fn.body, Names(program), getattr(program, "macros", ()))
+    if joined:
+        program = replace_func(program, fn, fn.with_(body=body))
+        done.append(("join_masked", {"entry": entry, "pairs": joined}))
+    return program, done
+
+
+def fuse_lane_runs(program: N.Program, entry: str, budget: int = MAX_ROW_STEPS) -> tuple[N.Program, list]:
+    """Adjacent lane loops of ``entry`` fused, each by the fuse pass's own check
+    (``fuse.check_fuse``: same bounds, Z3 dependence test) and rewrite, walking the lane loops in
+    order and trying each one with the loop after it. A pair that was refused is not tried again
+    (neither loop changes until a fusion renames the first), so a walk makes at most one check per
+    fusion made plus one per pair refused, never more than ``budget`` checks in all: the cost is
+    linear in the number of lane loops (the candidates list of the pass would check every loop of
+    the function again after each fusion)."""
+    from . import fuse as F
+    done, refused, checks = [], set(), 0
+    while checks < budget:
+        fn = program.func(entry)
+        fused = False
+        for lp in [n for n in walk(fn.body) if isinstance(n, N.For) and is_lane_loop(n)]:
+            try:
+                nxt = F.next_loop(fn, lp)
+            except PassError:
+                continue
+            if (lp.var, nxt.var) in refused or not is_lane_loop(nxt):
+                continue
+            if checks >= budget:
+                break
+            checks += 1
+            try:
+                F.check_fuse(program, fn, lp, nxt)
+            except PassError:
+                refused.add((lp.var, nxt.var))
+                continue
+            ref = D.loop_ref(fn, lp)
+            program = F.fuse(program, fn, lp, nxt)
+            done.append(("fuse", {"entry": entry, "loop": ref}))
+            fused = True
+            break
+        if not fused:
+            break
+    return program, done
+
+
+def _contract_rounds(program, entry, cands, name: str, rounds: int = 4) -> tuple[N.Program, list]:
+    """Each candidate of ``cands(program)`` applied in turn by the pass ``name`` (its own check;
+    a refused one is skipped), the list taken again after a round that applied one, at most
+    ``rounds`` rounds (a contraction can make another array contractible)."""
+    done = []
+    for _ in range(rounds):
+        applied = False
+        for params in cands(program):
+            try:
+                program = get(name).apply(program, **params)
+            except PassError:
+                continue
+            done.append((name, dict(params)))
+            applied = True
+        if not applied:
+            break
+    return program, done
+
+
+def _lane_steps(program, entry, kinds, bound: int = MAX_STEPS) -> tuple:
+    done = []
+    for kind in kinds:
+        for _ in range(bound):
             fn = program.func(entry)
             for params in _candidates(program, entry, kind):
                 if not _picks(fn, kind, params):
@@ -290,15 +441,36 @@ def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
     return program, done
 
 
-def check(program: N.Program, *, entry: str, vectors: bool = False, **_) -> None:
-    apply(program, entry=entry, vectors=vectors)
+def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
+    """The program after the lane fusions, contractions and collapses, and the ``(pass, params)``
+    applied, in order."""
+    done = []
+    vec = vectors_to_lanes(program, entry)
+    if vec is not None:
+        program = vec
+        done.append(("vectors_to_lanes", {"entry": entry}))
+    program, more = _lane_steps(program, entry, ("fuse", "contraction", "collapse"))
+    return program, done + more
 
 
-def apply(program: N.Program, *, entry: str, vectors: bool = False, **_) -> N.Program:
+def check(program: N.Program, *, entry: str, vectors: bool = False, rows: bool = False, **_) -> None:
+    apply(program, entry=entry, vectors=vectors, rows=rows)
+
+
+def apply(program: N.Program, *, entry: str, vectors: bool = False, rows: bool = False, **_) -> N.Program:
     try:
         program.func(entry)
     except KeyError:
         raise PassError(NAME, f"no function '{entry}'", None, "XP4002")
+    if rows:
+        if not has_masked_tail(program.func(entry)):
+            raise PassError(NAME, f"'{entry}' has no vector loop over lane loops followed by a masked tail "
+                                  f"(if (...) around a lane loop)", None, "XP4002")
+        out, done = flatten_rows(program, entry)
+        if not any(name == "join_masked" for name, _ in done):
+            raise PassError(NAME, f"no vector loop of '{entry}' and its masked tail join into one element loop",
+                            None, "XP4002")
+        return out
     out, done = flatten(program, entry)
     if vectors and not any(name == "vectors_to_lanes" for name, _ in done):
         raise PassError(NAME, f"'{entry}' reads and writes no short vectors (float4) through cast pointers",

@@ -25,7 +25,8 @@ How a call is replaced:
   renamed so they cannot capture the caller's names, and the final ``return e`` assigns a
   result variable that replaces the call.
 
-Never inlined: recursive helpers, helpers with a ``return`` before their end, helpers without a
+Never inlined: recursive helpers, helpers with a ``return`` before their end (a valueless ``return;``
+that ends a trailing block, ``{ ...; return; }``, is their end), helpers without a
 body. A call that cannot be inlined stays a call (the analyses then refuse it as before), or,
 for a helper that must be inlined, raises :class:`PassError` saying why.
 """
@@ -108,8 +109,31 @@ def _recursive(name: str, defs: dict) -> bool:
     return False
 
 
+def _final_return(body: N.Block):
+    """The return that ends ``body`` (a valueless one may end a trailing block,
+    ``{ ...; return; }``, as detensorize writes a void helper's last statement), or None."""
+    return _without_final_return(body)[1]
+
+
+def _without_final_return(body: N.Block) -> tuple:
+    """``(body without its final return, that return)``; the return is None when the body does
+    not end with one. Removing the return that ends the body (also from inside trailing blocks)
+    leaves the statements before it running exactly as before."""
+    stmts = list(body.stmts)
+    if not stmts:
+        return body, None
+    last = stmts[-1]
+    if isinstance(last, N.Return):
+        return body.with_(stmts=tuple(stmts[:-1])), last
+    if isinstance(last, N.Block):
+        inner, ret = _without_final_return(last)
+        if ret is not None and ret.value is None:    # a value could name the inner block's locals
+            return body.with_(stmts=tuple(stmts[:-1] + [inner])), ret
+    return body, None
+
+
 def _early_return(f: N.Func) -> bool:
-    last = f.body.stmts[-1] if f.body.stmts else None
+    last = _final_return(f.body)
     return any(isinstance(r, N.Return) and r is not last for r in walk(f.body))
 
 
@@ -312,15 +336,13 @@ class _Inliner:
         body = _rename(f.body, ren)
         body = rewrite(body, lambda v: mapping[v.name] if isinstance(v, N.Var) and v.name in mapping else v)
         body = _fold_addr(body)
-        last = body.stmts[-1] if body.stmts else None
-        for x in body.stmts:
-            if x is last and isinstance(x, N.Return):
-                if x.value is not None and res is not None:
-                    stmts.append(N.Assign(N.Var(res), "=", x.value, loc=x.loc))
-                elif x.value is not None and not _side_effect_free(x.value):
-                    stmts.append(N.ExprStmt(x.value, loc=x.loc))
-                continue
-            stmts.append(x)
+        body, x = _without_final_return(body)
+        stmts.extend(body.stmts)
+        if x is not None:
+            if x.value is not None and res is not None:
+                stmts.append(N.Assign(N.Var(res), "=", x.value, loc=x.loc))
+            elif x.value is not None and not _side_effect_free(x.value):
+                stmts.append(N.ExprStmt(x.value, loc=x.loc))
         self.inlined.add(f.name)
         return stmts
 
