@@ -32,12 +32,13 @@ import z3
 
 from xpiler.ir import nodes as N
 from xpiler.ir import smt
+from xpiler.ir import z3term as T
 from xpiler.ir.affine import accesses
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from .dependence_idioms import lane_bit
 
-INT_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
+INT_DTYPES = T.INT_DTYPES
 TIMEOUT_MS = 2000
 
 
@@ -579,88 +580,94 @@ class Z3Env:
         return z3.Int(f"unk{next(self.fresh)}__{side}")
 
 
-def to_z3(e, side, env: Z3Env, depth=0):
-    """An integer Z3 term for ``e`` (never None: untranslatable parts are fresh unknowns)."""
-    if depth == 0:
-        e = _expand(e, env)
-    if depth > 40:
-        return env.unknown(side)
-    if isinstance(e, N.Const):
-        if isinstance(e.value, bool):
-            return z3.IntVal(int(e.value))
-        if isinstance(e.value, int):
-            return z3.IntVal(e.value)
-        return env.unknown(side)
-    if isinstance(e, N.Var):
+class _Terms(T.Terms):
+    """The dependence analysis's reading of :class:`xpiler.ir.z3term.Terms`: policy UNKNOWN (an
+    untranslatable part is any value, which keeps "unsat" = independent sound), names per
+    iteration side, lets and macros expanded, C division with named quotient and remainder."""
+
+    policy = T.UNKNOWN
+    max_depth = 40
+
+    def __init__(self, env, side):
+        super().__init__()
+        self.env, self.side = env, side
+
+    def int(self, e, depth=0):
+        if depth == 0:
+            e = _expand(e, self.env)
+        return super().int(e, depth)
+
+    def unknown(self, e, depth):
+        return self.env.unknown(self.side)
+
+    def unknown_bool(self, e, depth):
+        return z3.Bool(f"ub{next(self.env.fresh)}")
+
+    def opaque(self, e, depth):
+        return _opaque(e, self.side, self.env)
+
+    def name(self, e, depth):
+        env = self.env
+        if isinstance(e, N.Builtin):
+            return env.sym(e.name, None)
         if e.name in env.lets:
-            return to_z3(env.lets[e.name], side, env, depth + 1)
+            return self.int(env.lets[e.name], depth + 1)
         m = env.macros.get(e.name)
         if m is not None and m.params is None and m.expr is not None:
-            return to_z3(m.expr, side, env, depth + 1)
-        return env.sym(e.name, side)
-    if isinstance(e, N.Builtin):
-        return env.sym(e.name, None)
-    if isinstance(e, N.Cast):
-        if isinstance(e.type, N.Scalar) and e.type.dtype in INT_DTYPES:
-            return to_z3(e.expr, side, env, depth + 1)
-        return env.unknown(side)
-    if isinstance(e, N.UnOp) and e.op in ("-", "+"):
-        x = to_z3(e.operand, side, env, depth + 1)
-        return -x if e.op == "-" else x
-    if isinstance(e, N.Cond):
-        c = to_z3_bool(e.cond, side, env, depth + 1)
-        return z3.If(c, to_z3(e.then, side, env, depth + 1), to_z3(e.else_, side, env, depth + 1))
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        m = env.macros.get(e.func)
+            return self.int(m.expr, depth + 1)
+        return env.sym(e.name, self.side)
+
+    def call(self, e, depth):
+        m = self.env.macros.get(e.func)
         if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args):
-            return to_z3(substitute(m.expr, dict(zip(m.params, e.args))), side, env, depth + 1)
-        if e.func in ("min", "max") and len(e.args) == 2:
-            a, b = (to_z3(x, side, env, depth + 1) for x in e.args)
-            return z3.If(a <= b, a, b) if e.func == "min" else z3.If(a >= b, a, b)
-        return env.unknown(side)
-    if isinstance(e, N.Intrinsic) and e.name in ("min", "max") and len(e.args) == 2:
-        # std::min / std::max of integers (the front end's intrinsic for non-float operands)
-        a, b = (to_z3(x, side, env, depth + 1) for x in e.args)
-        return z3.If(a <= b, a, b) if e.name == "min" else z3.If(a >= b, a, b)
-    if isinstance(e, N.BinOp) and (e.op in CMP or e.op in ("&&", "||")) or isinstance(e, N.UnOp) and e.op == "!":
-        return z3.If(to_z3_bool(e, side, env, depth + 1), z3.IntVal(1), z3.IntVal(0))
-    if isinstance(e, N.BinOp):
-        x = _divmod_identity(e)
-        if x is not None:
-            return to_z3(x, side, env, depth + 1)
-        if e.op in ("+", "-", "*"):
-            a, b = to_z3(e.lhs, side, env, depth + 1), to_z3(e.rhs, side, env, depth + 1)
-            return a + b if e.op == "+" else a - b if e.op == "-" else a * b
-        if e.op in ("/", "%"):
-            key = (_strip_casts(e.lhs), _strip_casts(e.rhs), side)
-            if key in env.divs:
-                q, r = env.divs[key]
-                return q if e.op == "/" else r
-            a, d = to_z3(e.lhs, side, env, depth + 1), to_z3(e.rhs, side, env, depth + 1)
-            q, r = env.unknown(side), env.unknown(side)
-            env.divs[key] = (q, r)
-            # C truncated division, exact: a = d*q + r, |r| < |d|, r has the sign of a
-            env.cons += [d != 0, a == d * q + r, z3.Implies(a >= 0, r >= 0), z3.Implies(a < 0, r <= 0),
-                         z3.If(r >= 0, r, -r) < z3.If(d >= 0, d, -d)]
-            # the same division in the other iteration by the same divisor: equal quotient and
-            # remainder mean equal dividends (a = d*q + r on both sides); stated linearly, since
-            # the solver rarely finds it through the products d*q
-            other = (key[0], key[1], {"a": "b", "b": "a"}.get(side))
-            if other in env.divs and not (_names(e.rhs) & (env.loopvars | env.varying)) and \
-                    not any(isinstance(n, (N.Index, N.Call, N.AssignExpr)) for n in walk(e.rhs)):
-                q2, r2 = env.divs[other]
-                a2, d2 = env.dividends[other]
-                env.cons.append(z3.Implies(z3.And(q == q2, r == r2, d == d2), a == a2))
-            env.dividends[key] = (a, d)
+            return self.int(substitute(m.expr, dict(zip(m.params, e.args))), depth + 1)
+        return None
+
+    def special(self, e, depth):
+        if isinstance(e, N.BinOp):
+            x = _divmod_identity(e)
+            if x is not None:
+                return self.int(x, depth + 1)
+        return None
+
+    def special_bool(self, e, depth):
+        env = self.env
+        if isinstance(e, N.Var) and e.name in env.lets:
+            return self.bool(env.lets[e.name], depth + 1)
+        return lane_bit(e, self.side, env, to_z3, depth)
+
+    def divide(self, e, depth):
+        env, side = self.env, self.side
+        key = (_strip_casts(e.lhs), _strip_casts(e.rhs), side)
+        if key in env.divs:
+            q, r = env.divs[key]
             return q if e.op == "/" else r
-        if e.op in ("<<", ">>") and isinstance(e.rhs, N.Const) and isinstance(e.rhs.value, int):
-            a = to_z3(e.lhs, side, env, depth + 1)
-            if e.op == "<<":
-                return a * (1 << e.rhs.value)
-            q, r = env.unknown(side), env.unknown(side)
-            env.cons += [a == (1 << e.rhs.value) * q + r, r >= 0, r < (1 << e.rhs.value)]
-            return q
-    return _opaque(e, side, env)
+        a, d = self.int(e.lhs, depth + 1), self.int(e.rhs, depth + 1)
+        q, r = env.unknown(side), env.unknown(side)
+        env.divs[key] = (q, r)
+        # C truncated division, exact: a = d*q + r, |r| < |d|, r has the sign of a
+        env.cons += T.c_divmod_facts(a, d, q, r)
+        # the same division in the other iteration by the same divisor: equal quotient and
+        # remainder mean equal dividends (a = d*q + r on both sides); stated linearly, since
+        # the solver rarely finds it through the products d*q
+        other = (key[0], key[1], {"a": "b", "b": "a"}.get(side))
+        if other in env.divs and not (_names(e.rhs) & (env.loopvars | env.varying)) and \
+                not any(isinstance(n, (N.Index, N.Call, N.AssignExpr)) for n in walk(e.rhs)):
+            q2, r2 = env.divs[other]
+            a2, d2 = env.dividends[other]
+            env.cons.append(z3.Implies(z3.And(q == q2, r == r2, d == d2), a == a2))
+        env.dividends[key] = (a, d)
+        return q if e.op == "/" else r
+
+    def shift_right(self, e, a, k, depth):
+        q, r = self.env.unknown(self.side), self.env.unknown(self.side)
+        self.env.cons += [a == (1 << k) * q + r, r >= 0, r < (1 << k)]
+        return q
+
+
+def to_z3(e, side, env: Z3Env, depth=0):
+    """An integer Z3 term for ``e`` (never None: untranslatable parts are fresh unknowns)."""
+    return _Terms(env, side).int(e, depth)
 
 
 def _opaque(e, side, env):
@@ -677,28 +684,11 @@ def _opaque(e, side, env):
     return env.cache[key]
 
 
-CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-       "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+CMP = T.CMP
 
 
 def to_z3_bool(e, side, env, depth=0):
-    if depth > 40:
-        return z3.Bool(f"ub{next(env.fresh)}")
-    if isinstance(e, N.Var) and e.name in env.lets:
-        return to_z3_bool(env.lets[e.name], side, env, depth + 1)
-    if isinstance(e, N.Cast):
-        return to_z3_bool(e.expr, side, env, depth + 1)
-    bit = lane_bit(e, side, env, to_z3, depth)
-    if bit is not None:
-        return bit
-    if isinstance(e, N.BinOp) and e.op in CMP:
-        return CMP[e.op](to_z3(e.lhs, side, env, depth + 1), to_z3(e.rhs, side, env, depth + 1))
-    if isinstance(e, N.BinOp) and e.op in ("&&", "||"):
-        a, b = to_z3_bool(e.lhs, side, env, depth + 1), to_z3_bool(e.rhs, side, env, depth + 1)
-        return z3.And(a, b) if e.op == "&&" else z3.Or(a, b)
-    if isinstance(e, N.UnOp) and e.op == "!":
-        return z3.Not(to_z3_bool(e.operand, side, env, depth + 1))
-    return to_z3(e, side, env, depth + 1) != 0
+    return _Terms(env, side).bool(e, depth)
 
 
 def _expand(e, env):

@@ -55,11 +55,7 @@ NAME = "unblock"
 class _Z(Z):
     """Z plus C's ``c ? a : b`` (how recovery spells ``min``)."""
 
-    def int(self, e):
-        s = U.strip_casts(e)
-        if isinstance(s, N.Cond):
-            return z3.If(self.bool(s.cond), self.int(s.then), self.int(s.else_))
-        return super().int(e)
+    reads = Z.reads | {"cond"}
 
 
 def _flat(stmts):

@@ -10,14 +10,13 @@ import z3
 
 from xpiler.ir import nodes as N
 from xpiler.ir import smt
+from xpiler.ir import z3term as T
 
 from . import common as U
 
 
-class Refused(Exception):
-    def __init__(self, why, node=None):
-        super().__init__(why)
-        self.why, self.node = why, node
+class Refused(T.Untranslatable):
+    """What the provers raise for a term they do not read (``why``, ``node``)."""
 
 
 class NotPoly(Exception):
@@ -100,57 +99,45 @@ def pexpr(p, rank: dict) -> N.Expr:
     return out
 
 
-class Z:
+class Z(T.Terms):
+    """The provers' reading of :class:`xpiler.ir.z3term.Terms`: policy REFUSE (a term the model
+    does not describe is :class:`Refused`, never assumed), names are plain ``Int`` s, only
+    ``+ - * / %`` (C's), ``int32``/``int64`` casts, comparisons and ``&& || !``, plus the
+    ceiling ``cdiv(a, C)`` of a launch size. ``reads`` adds optional constructs (unblock: ``c ? a : b``)."""
+
+    reads = frozenset()
+    int_casts = bool_casts = frozenset({"int32", "int64", "uint32", "uint64"})
+    int_why = "an index or bound is not integer arithmetic the prover reads"
+    bool_why = "a condition is not a comparison the prover reads"
+
     def __init__(self):
+        super().__init__(T.REFUSE)
         self.vars = {}
+
+    def refusal(self, why, node):
+        return Refused(why, node)
 
     def v(self, name):
         if name not in self.vars:
             self.vars[name] = z3.Int(name)
         return self.vars[name]
 
-    def int(self, e):
-        if isinstance(e, _PolyExpr):
-            e = pexpr(e.p, {})
-        e = U.strip_casts(e)
-        if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return z3.IntVal(e.value)
+    def name(self, e, depth):
         if isinstance(e, N.Var):
             return self.v(e.name)
-        if isinstance(e, N.UnOp) and e.op in ("-", "+"):
-            x = self.int(e.operand)
-            return -x if e.op == "-" else x
-        if isinstance(e, N.BinOp) and e.op in ("+", "-", "*", "/", "%"):
-            a, b = self.int(e.lhs), self.int(e.rhs)
-            if e.op == "+":
-                return a + b
-            if e.op == "-":
-                return a - b
-            if e.op == "*":
-                return a * b
-            # C semantics: truncation toward zero
-            q = z3.If(a >= 0, z3.If(b > 0, a / b, -(a / -b)), z3.If(b > 0, -((-a) / b), (-a) / -b))
-            return q if e.op == "/" else a - b * q
+        raise self.refusal(self.int_why, e)
+
+    def special(self, e, depth):
+        if isinstance(e, _PolyExpr):
+            return self.int(pexpr(e.p, {}), depth + 1)
         if isinstance(e, N.Call) and getattr(e.func, "name", e.func) == "cdiv" and len(e.args) == 2 \
                 and isinstance(U.strip_casts(e.args[1]), N.Const) and isinstance(U.strip_casts(e.args[1]).value, int) \
                 and U.strip_casts(e.args[1]).value > 0:
             # a launch size loop recovery keeps as written (a hip/cuda spec's grid 'cdiv(M,16)'):
             # the mathematical ceiling, as xpiler/expr.py evaluates it; z3's '/' floors for b > 0
-            a, b = self.int(e.args[0]), U.strip_casts(e.args[1]).value
+            a, b = self.int(e.args[0], depth + 1), U.strip_casts(e.args[1]).value
             return -((-a) / b)
-        raise Refused("an index or bound is not integer arithmetic the prover reads", e)
-
-    def bool(self, e):
-        e = U.strip_casts(e)
-        if isinstance(e, N.BinOp) and e.op in ("&&", "||"):
-            a, b = self.bool(e.lhs), self.bool(e.rhs)
-            return z3.And(a, b) if e.op == "&&" else z3.Or(a, b)
-        if isinstance(e, N.UnOp) and e.op == "!":
-            return z3.Not(self.bool(e.operand))
-        if isinstance(e, N.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!="):
-            a, b = self.int(e.lhs), self.int(e.rhs)
-            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[e.op]
-        raise Refused("a condition is not a comparison the prover reads", e)
+        return None
 
 
 def _valid(hyps, goal) -> bool:

@@ -45,6 +45,7 @@ import numpy as np
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import z3term as T
 from xpiler.ir.visit import walk
 
 from .localize import INT_TYPES, _base_name, entry_index, get_at, set_at
@@ -653,65 +654,30 @@ def examples(tr: Trace, sid: int, spec) -> list:
 _EPS32 = float(np.finfo(np.float32).eps)
 
 
-def _cdiv(a, b):
-    q = z3.If(a >= 0, a, -a) / z3.If(b >= 0, b, -b)
-    return z3.If((a >= 0) == (b >= 0), q, -q)
+class _Terms(T.Terms):
+    """Repair's reading of :class:`xpiler.ir.z3term.Terms`: policy REFUSE (:class:`Unsupported`),
+    names from a dict of Z3 terms; no ``min``/``max``, no ``>>``, no calls."""
+
+    reads = frozenset({"bool_const", "cond", "cmp_int", "shl", "int_as_bool"})
+    int_casts = bool_casts = frozenset(INT_TYPES)
+
+    def __init__(self, env):
+        super().__init__(T.REFUSE)
+        self.env = env
+
+    def refusal(self, why, node):
+        return Unsupported(why)
+
+    def name(self, e, depth):
+        if e.name in self.env:
+            return self.env[e.name]
+        raise Unsupported(e.name)
 
 
 def to_z3(e, env: dict):
-    """An integer IR expression as a Z3 term; names from ``env`` (z3 terms). C division."""
-    if isinstance(e, N.Const):
-        if isinstance(e.value, bool):
-            return z3.BoolVal(e.value)
-        if isinstance(e.value, int):
-            return z3.IntVal(e.value)
-        raise Unsupported("const")
-    if isinstance(e, (N.Var, N.Builtin)):
-        if e.name in env:
-            return env[e.name]
-        raise Unsupported(e.name)
-    if isinstance(e, N.Cast):
-        if isinstance(e.type, N.Scalar) and e.type.dtype in INT_TYPES:
-            return to_z3(e.expr, env)
-        raise Unsupported("cast")
-    if isinstance(e, N.UnOp):
-        x = to_z3(e.operand, env)
-        if e.op == "-":
-            return -x
-        if e.op == "+":
-            return x
-        if e.op == "!":
-            return z3.Not(_bool(x))
-        raise Unsupported(e.op)
-    if isinstance(e, N.Cond):
-        return z3.If(_bool(to_z3(e.cond, env)), to_z3(e.then, env), to_z3(e.else_, env))
-    if isinstance(e, N.BinOp):
-        a, b = to_z3(e.lhs, env), to_z3(e.rhs, env)
-        op = e.op
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return _cdiv(a, b)
-        if op == "%":
-            return a - b * _cdiv(a, b)
-        if op == "<<" and isinstance(e.rhs, N.Const) and isinstance(e.rhs.value, int):
-            return a * (1 << e.rhs.value)
-        if op in ("<", "<=", ">", ">=", "==", "!="):
-            return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op]
-        if op == "&&":
-            return z3.And(_bool(a), _bool(b))
-        if op == "||":
-            return z3.Or(_bool(a), _bool(b))
-        raise Unsupported(op)
-    raise Unsupported(type(e).__name__)
-
-
-def _bool(x):
-    return x if z3.is_bool(x) else x != 0
+    """An integer IR expression as a Z3 term (a condition as a Bool); names from ``env`` (z3
+    terms). C division."""
+    return _Terms(env).value(e)
 
 
 HOLE = "xp_hole_"
