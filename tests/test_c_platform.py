@@ -84,3 +84,62 @@ def test_doctor_rows():
     rows = CPlatform().doctor()
     ids = [r[0] for r in rows]
     assert "hw:cpu-avx512vnni" in ids and "emu:simde-cpu" in ids
+
+
+def test_sanitized_builds_have_no_use_after_return_frames():
+    # gcc 13's ASan runtime gave an AVX-512 kernel's 64-byte-aligned local a fake-stack frame of
+    # lower alignment; an aligned vector store to it faulted in a correct kernel (the half gemm of
+    # test_half_matmul.py on an Intel host; benchmarks/asan_probe_c.py). Sanitized c builds carry no
+    # use-after-return instrumentation; timing and plain builds are unchanged.
+    assert "--param=asan-use-after-return=0" in CPlatform()._flags(True)
+    assert "-fsanitize=address" in CPlatform()._flags(True)
+    assert not any("asan" in f for f in CPlatform()._flags(False))
+
+
+ALIGNED_LOCAL = r"""
+#include <immintrin.h>
+/* a 64-byte-aligned local written with aligned 512-bit stores, as the register-tiled gemm's packing
+   buffers can be; y[i] = 2 x[i] */
+void twice(const float* x, float* y, int n) {
+  for (int i0 = 0; i0 < n; i0 += 16) {
+    _Alignas(64) float buf[16];
+    int m = n - i0 < 16 ? n - i0 : 16;
+    __mmask16 k = (__mmask16)((1u << m) - 1u);
+    _mm512_store_ps(buf, _mm512_mul_ps(_mm512_set1_ps(2.0f), _mm512_maskz_loadu_ps(k, x + i0)));
+    for (int j = 0; j < m; ++j) y[i0 + j] = buf[j];
+  }
+}
+"""
+ALIGNED_SPEC = """
+entry = "twice"
+dialect = "c"
+[sizes]
+n = 37
+[[args]]
+name = "x"
+dtype = "float32"
+shape = ["n"]
+role = "in"
+[[args]]
+name = "y"
+dtype = "float32"
+shape = ["n"]
+role = "out"
+[[args]]
+name = "n"
+dtype = "int32"
+role = "scalar"
+value = "n"
+[reference]
+python = "ref.py:twice"
+"""
+
+
+@pytest.mark.skipif(not {"avx512f"} <= cpu_flags(), reason="CPU lacks AVX-512")
+def test_aligned_avx512_local_verifies_under_asan(tmp_path, monkeypatch):
+    monkeypatch.delenv("XPILER_C_SUBSTRATE", raising=False)
+    (tmp_path / "twice.c").write_text(ALIGNED_LOCAL)
+    (tmp_path / "twice.c.toml").write_text(ALIGNED_SPEC)
+    (tmp_path / "ref.py").write_text("import numpy as np\n\ndef twice(x, n):\n    return (2 * np.asarray(x, np.float32)).astype(np.float32)\n")
+    v = verify(tmp_path / "twice.c", timeout=60)
+    assert v.verified, [f.message for f in v.failures]
