@@ -179,7 +179,9 @@ def time_output(cu: Path, to: str, work: Path, src_name: str | None = None, torc
     work.mkdir(parents=True, exist_ok=True)
     jd = Path(tempfile.mkdtemp(prefix="job-", dir=work))
     write_job(jd, inst, arrays)
-    oc = run_limited([str(exe), str(jd)], timeout_s=180, mem_mb=None)
+    # XP_PERF_RUN_S bounds one output's timed run (warm-up and repeats), so a slow output cannot
+    # take a short device call with it
+    oc = run_limited([str(exe), str(jd)], timeout_s=float(os.environ.get("XP_PERF_RUN_S", 180)), mem_mb=None)
     shape = ",".join(f"{k}={v}" for k, v in PERF[base_op].items())
     if not oc.ok:
         return (src_name, base_op, shape, f"RUN FAILED ({oc.reason})", "", "", ""), \

@@ -20,7 +20,7 @@ cat COMMIT 2>/dev/null; nvidia-smi --query-gpu=name --format=csv,noheader
 for d in .keep/*/; do
     name=$(basename "$d"); case "$name" in cuda*) to=cuda;; *) to=hip;; esac
     mkdir -p "$OUT/$name"
-    timeout ${LIMIT:-240} python3 benchmarks/gpu_perf.py "$d" --out "$OUT/$name" --to $to --jobs 16 2>&1 \
+    XP_PERF_RUN_S=${RUN_S:-180} timeout ${LIMIT:-240} python3 benchmarks/gpu_perf.py "$d" --out "$OUT/$name" --to $to --jobs 16 2>&1 \
         | tee "$OUT/gpu_perf_$name.txt" | tail -16
 done
 # tests: node IDs in the file TESTS_FILE (one per line); -v writes each result as it finishes, so a
