@@ -25,16 +25,24 @@ for c -> cuda / hip (``xpiler/schedule/routes_lanes.py``, which logs them one by
 plan logs the whole normalization as one step, and ``xpiler replay`` re-derives it by running
 this step again (it is deterministic: candidates are taken in the passes' own order).
 
-With ``rows=True`` (c -> bang, the plan tried after the one above) the step serves a row kernel
-whose reductions run in lane arrays and whose vector loops end in masked tails
-(softmax_avx512.c), see :func:`flatten_rows`: helpers inlined, lane fusions and contractions,
-lane accumulators made scalars (passes/lane_accumulators.py), each vector loop joined with its
-masked tail into one element loop (``lowering/chunk_tail.join_masked``, whose module text gives
-the argument for each rewrite).
+With ``rows=True`` (c -> cuda / hip: the c row plan tried after the plain one,
+``pipeline.row_plans``) the step serves a row kernel whose reductions run in lane arrays and whose
+vector loops end in masked tails (softmax_avx512.c), see :func:`flatten_rows`: each helper the
+kernel calls has its own lane loops fused first (small function, cheap checks), the helpers that
+detensorize made pointer helpers are inlined and their blocks spliced, the lane loops fused,
+lane arrays contracted, lane accumulators made scalars (passes/lane_accumulators.py), and each
+vector loop joined with its masked tail into one element loop (``lowering/chunk_tail.join_masked``,
+whose module text gives the argument for each rewrite). The result is one plain loop per phase,
+which ``binding(rows="block")`` binds one block per row. Its cost is bounded: fusions walk the
+lane loops in order and check each adjacent pair once with the fuse pass's own check
+(:func:`fuse_lane_runs`, at most :data:`MAX_ROW_STEPS` checks; the fuse candidates list would
+check every loop again after each fusion, which cost minutes under load, docs/decisions.md
+2026-12-05), contractions run in at most four rounds, and a shape test (:func:`has_masked_tail`)
+refuses every kernel without a stepped vector loop and a masked tail before any fusion.
 
 Parameters: ``entry``, ``vectors``, ``rows``. Refusals: XP4002 when no loop collapses (the program has no lane loop
 under a vector loop, so there is nothing to flatten: the plan without this step follows); with
-``rows=True``, XP4002 when no vector loop joins with its tail.
+``rows=True``, XP4002 when the shape test fails or no vector loop joins with its tail.
 """
 from __future__ import annotations
 
