@@ -40,7 +40,10 @@ refused on cuda (XP4001): WMMA would round them to half.
 Legality: XP4002 when no loop matches a description (nothing to do); XP4001 when a loop
 matches but the instruction's rules cannot be met (buffer too small for the padded length,
 operands in the wrong memory, float32 numerics that the instruction would change).
-Parameters: ``target`` (the dialect), ``ops`` (restrict to these instruction names).
+Parameters: ``target`` (the dialect), ``ops`` (restrict to these instruction names); c: ``stream``
+(output elements from which an elementwise loop stores with ``_mm512_stream_ps`` after an alignment
+peel; default :data:`patterns.x86_stream.STREAM_MIN`, for loops that call no vector-math helper;
+0: normal stores; XP4296 when given and no loop can take it): see :mod:`passes.patterns.x86_stream`.
 
 C, float32 contraction (gemm / bmm nest) with ``micro="MRxNR"`` (and ``kc``, ``mc``, ``nc``) ->
 the whole nest becomes a cache-blocked, register-tiled AVX-512 kernel (packed A/B panels, an
@@ -156,7 +159,7 @@ def _is_one(e):
 
 
 # ------------------------------------------------------------------------------ dispatch
-def _sites(program, entry, target=None, ops=None, **_):
+def _sites(program, entry, target=None, ops=None, stream=None, **_):
     if target is not None and target != program.dialect:
         raise PassError(NAME, f"program is {program.dialect}, not yet {target}", None, "XP4002")
     try:
@@ -175,7 +178,15 @@ def _sites(program, entry, target=None, ops=None, **_):
             sites += BR.row_vector_sites(program, func, ops, skip=[s[0] for s in sites])
     elif program.dialect == "c":
         from .patterns import x86 as PX
-        sites = PX.sites(program, func, ops)
+        from .patterns.x86_stream import STREAM_MIN
+        if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int) or stream < 0):
+            raise PassError(NAME, f"stream must be a whole number of elements >= 0 (0: normal stores), not "
+                                  f"{stream!r}", func, "XP4296")
+        notes = []
+        sites = PX.sites(program, func, ops, STREAM_MIN if stream is None else stream, notes, stream is None)
+        if stream and sites and not any(k == "stream" for k, _ in notes):
+            why = "; ".join(w for k, w in notes if k == "refused") or "no vectorized loop stores elementwise"
+            raise PassError(NAME, f"non-temporal stores (stream={stream}) refused: {why}", func, "XP4296")
     else:
         sites = []
     if not sites:
@@ -490,6 +501,17 @@ def candidates(program: N.Program, target: str) -> list[dict]:
             out.append({"target": target})
         except PassError:
             pass
+        if target == "c" and program.dialect == "c":
+            # non-temporal stores (patterns/x86_stream.py): where a loop can take them, the choice the
+            # default did not make is a step of its own (normal stores where the default streams, the
+            # default threshold where it leaves a vector-math loop to normal stores)
+            from .patterns.x86_stream import STREAM_MIN
+            try:
+                check(program, entry=f.name, target=target, stream=STREAM_MIN)
+                default = applied_ops(program, f.name, target=target)
+                out.append({"target": target, "stream": 0 if "_mm512_stream_ps" in default else STREAM_MIN})
+            except PassError:
+                pass
         if target == "c" and program.dialect == "c":
             # the register-tiled gemm (passes/patterns/x86_gemm.py), one step per tile choice
             from .patterns.x86_gemm import Refused

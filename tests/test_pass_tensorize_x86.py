@@ -116,9 +116,16 @@ def test_omp_loop_keeps_its_pragma_and_tail_is_masked():
     from xpiler.passes import binding
     q = binding.apply(p, entry="relu", target="c")
     q = q[0] if isinstance(q, tuple) else q
-    r = tensorize.apply(q, entry="relu", target="c")
+    r = tensorize.apply(q, entry="relu", target="c", stream=0)
     fors = [n for n in walk(r.func("relu")) if isinstance(n, N.For)]
     assert any(f.binding == "omp" and isinstance(f.step, N.Const) and f.step.value == 16 for f in fors)
+    v = verify(r, src, dialect="c", launch={})
+    assert v.verified, v.failures[:1]
+    # the default (non-temporal stores from x86_stream.STREAM_MIN on): the omp loop walks chunks
+    from xpiler.passes.patterns.x86_stream import CHUNK
+    r = tensorize.apply(q, entry="relu", target="c")
+    fors = [n for n in walk(r.func("relu")) if isinstance(n, N.For)]
+    assert any(f.binding == "omp" and isinstance(f.step, N.Const) and f.step.value == CHUNK for f in fors)
     v = verify(r, src, dialect="c", launch={})
     assert v.verified, v.failures[:1]
 

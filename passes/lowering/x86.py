@@ -571,6 +571,11 @@ class X86:
             else:
                 self.compute_into(s.target.name, s.value, out)
             return
+        if isinstance(s, N.ExprStmt) and _name(s.expr) == "_mm_sfence":
+            return                              # store ordering only: the lowered stores are plain
+        if isinstance(s, N.ExprStmt) and _name(s.expr) == "_mm512_stream_ps":
+            self.store("_mm512_storeu_ps", list(s.expr.args), out)     # a store of the same lanes
+            return
         if isinstance(s, N.ExprStmt) and _name(s.expr) and is_x86(_name(s.expr)) and "store" in _name(s.expr):
             self.store(_name(s.expr), list(s.expr.args), out)
             return

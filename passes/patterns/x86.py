@@ -5,6 +5,8 @@
   another lane's element) and the probe check of every translated value;
 * :mod:`passes.patterns.x86_loops`: which loops are tried (innermost first), reductions, and the
   16-lane main loop + one masked tail that replaces a loop;
+* :mod:`passes.patterns.x86_stream`: non-temporal stores (alignment peel, ``_mm512_stream_ps``)
+  for the main loop of a large elementwise loop (parameter ``stream``);
 * :mod:`passes.patterns.x86_math`: vector helpers written into the output (``xp_exp512``,
   ``xp_erf512``, ``xp_tanh512``), plus the includes.
 
@@ -15,10 +17,11 @@ from __future__ import annotations
 LANES = 16
 
 
-def sites(program, func, ops=None):
-    """Loops of ``func`` rewritten with AVX-512 (see :mod:`passes.patterns.x86_loops`)."""
+def sites(program, func, ops=None, stream=0, notes=None, stream_default=False):
+    """Loops of ``func`` rewritten with AVX-512 (see :mod:`passes.patterns.x86_loops`); ``stream``:
+    non-temporal stores from that many iterations on (:mod:`passes.patterns.x86_stream`)."""
     from . import x86_loops
-    return x86_loops.sites(program, func, ops)[0]
+    return x86_loops.sites(program, func, ops, stream, notes, stream_default)[0]
 
 
 def finish(program):

@@ -17,6 +17,10 @@ again) with :class:`x86_vec.Lanes`; ``vectorize`` writes::
         if (lo < hi) { s += _mm512_reduce_add_ps(s_acc); } // or s = fmaxf(s, reduce_max(...))
     }
 
+With ``stream`` (tensorize's parameter), an elementwise loop's main loop is peeled to a 64-byte
+aligned output, chunked, and stores with ``_mm512_stream_ps`` from that trip count on
+(:mod:`x86_stream`).
+
 Reductions change the order of a float sum (16 partial sums, then a tree): results differ from
 the scalar loop by rounding only, inside the float32 tolerances (docs/decisions.md).
 Max / min reductions are exact.
@@ -103,8 +107,12 @@ def _reduction(s, facts, body_stmts):
     return v, kind, e
 
 
-def vectorize(func, facts, loop):
-    """The statements replacing ``loop``; raises NoVec when the loop has no lane-wise meaning."""
+def vectorize(func, facts, loop, stream=0, notes=None, stream_default=False):
+    """The statements replacing ``loop``; raises NoVec when the loop has no lane-wise meaning.
+    ``stream`` > 0: the main loop stores with non-temporal stores when the loop runs at least that
+    many iterations (:mod:`x86_stream`), where the loop allows it; ``notes`` (a list) then gets
+    ``("stream", loop var)`` or ``("refused", reason)``. ``stream_default``: the threshold is the
+    default, which leaves loops that call vector-math helpers (exp, erf, tanh) to normal stores."""
     if loop.binding not in (None, "omp") or not (isinstance(loop.step, N.Const) and loop.step.value == 1):
         raise NoVec("not a unit-step sequential or OpenMP loop")
     j = loop.var
@@ -152,6 +160,21 @@ def vectorize(func, facts, loop):
             raise NoVec("the vector expression does not compute the loop's value on the probes")
 
     lo, hi = loop.lo, loop.hi
+    if stream:
+        from . import x86_stream as XS
+        why = XS.refusal(facts, lanes, func, body, reds)
+        if why is None and stream_default and lanes.helpers:
+            why = f"the default leaves a loop that calls {', '.join(sorted(lanes.helpers))} to normal stores"
+        trip = XS.trip_bound(func, lo, hi)
+        if why is None and trip is not None and trip < stream:
+            why = f"the loop runs at most {trip} iterations, fewer than the threshold {stream}"
+        if notes is not None:
+            notes.append(("stream", j) if why is None else ("refused", f"loop '{j}': {why}"))
+        if why is None:
+            out = XS.build(func, loop, XS.store_target(body), main_body, tail_body, mvar, stream)
+            if loop.var_type is None:
+                out.append(N.Assign(N.Var(j), "=", N.Cond(N.BinOp(">", hi, lo), hi, lo)))
+            return [N.Block(tuple(out), loc=loop.loc)], lanes.helpers, False
     end = N.Var(U.fresh(func, f"{j}_end"))
     it = N.Scalar("int32", "int")
     span = N.Cond(N.BinOp(">", hi, lo), N.BinOp("*", N.BinOp("/", hi if _zero(lo) else N.BinOp("-", hi, lo), _c(16)), _c(16)), _c(0))
@@ -181,23 +204,24 @@ def vectorize(func, facts, loop):
     return [N.Block(tuple(out), loc=loop.loc)], lanes.helpers, bool(reds)
 
 
-def _vectorize_or_split(func, facts, loop):
+def _vectorize_or_split(func, facts, loop, stream=0, notes=None, stream_default=False):
     """``vectorize(loop)``; failing that, a flat output loop split into (outer, channel) loops
     (:mod:`x86_delin`) with the channel loop vectorized."""
     try:
-        repl, hs, _ = vectorize(func, facts, loop)
+        repl, hs, _ = vectorize(func, facts, loop, stream, notes, stream_default)
         return repl, hs
     except NoVec as why:
         sp = x86_delin.split(func, loop)
         if sp is None:
             raise why
     stmts, inner = sp
-    repl, hs, _ = vectorize(func, facts, inner)
+    repl, hs, _ = vectorize(func, facts, inner, stream, notes, stream_default)
     return [U.replace_stmt(N.Block(tuple(stmts)), inner, repl).stmts[0]], hs
 
 
-def sites(program, func, ops=None):
-    """[(loop, replacement statements)], plus the helper functions they call."""
+def sites(program, func, ops=None, stream=0, notes=None, stream_default=False):
+    """[(loop, replacement statements)], plus the helper functions they call. ``stream``,
+    ``notes``, ``stream_default``: :func:`vectorize`."""
     facts = XV.Facts(func)
     out, helpers, done = [], set(), []
     loops = [n for n in walk(func.body) if isinstance(n, N.For)]
@@ -211,7 +235,7 @@ def sites(program, func, ops=None):
         done.append(loop)
 
     for loop in loops:                  # staged copies forwarded into their reads (x86_staged)
-        r = None if _near(loop, done) else _forwarded(program, func, loop, ops)
+        r = None if _near(loop, done) else _forwarded(program, func, loop, ops, stream, notes, stream_default)
         if r is not None:
             take(loop, *r)
     for loop in loops:                  # row dot products, several rows at a time (x86_rows)
@@ -223,7 +247,7 @@ def sites(program, func, ops=None):
             continue
         try:
             U.replace_stmt(func.body, loop, [])     # reachable by the statement rewriter at all?
-            repl, hs = _vectorize_or_split(func, facts, loop)
+            repl, hs = _vectorize_or_split(func, facts, loop, stream, notes, stream_default)
         except (NoVec, KeyError):
             continue
         take(loop, repl, hs)
@@ -261,7 +285,7 @@ def _near(loop, done) -> bool:
     return any(d is loop or any(d is x for x in walk(loop.body)) or any(loop is x for x in walk(d)) for d in done)
 
 
-def _forwarded(program, func, loop, ops):
+def _forwarded(program, func, loop, ops, stream=0, notes=None, stream_default=False):
     """``(replacement, helpers)`` for a loop whose body copies into a local buffer that is then only
     read (:mod:`x86_staged`: the copy goes, the reads take the copied element), with the loops
     inside it tensorized as usual; else None."""
@@ -274,7 +298,7 @@ def _forwarded(program, func, loop, ops):
     if new is None:
         return None
     f2 = func.with_(body=U.replace_stmt(func.body, loop, [new]))
-    inner, hs = sites(program, f2, ops)
+    inner, hs = sites(program, f2, ops, stream, notes, stream_default)
     block = N.Block((new,))
     for lp, repl in inner:
         if not any(lp is x for x in walk(new)):

@@ -170,6 +170,8 @@ def finish(program: N.Program) -> N.Program:
         head.append(N.Directive("#include <immintrin.h>", "include"))
     if ("INFINITY" in used_vars or used_names & {"fmaxf", "fminf"}) and not any("math.h" in t for t in texts):
         head.append(N.Directive("#include <math.h>", "include"))
+    if "_mm512_stream_ps" in used_names and not any("stdint.h" in t for t in texts):
+        head.append(N.Directive("#include <stdint.h>", "include"))      # uintptr_t of the peel (x86_stream)
     funcs = []
     for name, text in HELPERS.items():
         if name in used_names and name not in have_funcs:

@@ -380,6 +380,13 @@ for _t in ("ps", "epi32", "si512", "pd"):
                       (Effect("p", "w", "64", "byte"),),
                       semantics=lambda p, v: p.__setitem__(slice(0, 64), _b(v)), doc="aligned 64-byte store"))
 
+_reg(IntrinsicDef("_mm512_stream_ps", ("c",), "x86", (Arg("p", "ptr"), Arg("v", "vec")), None,
+                  (Effect("p", "w", "64", "byte"),),
+                  semantics=lambda p, v: p.__setitem__(slice(0, 64), _b(v)),
+                  doc="non-temporal 64-byte store (64-byte aligned address; ordered by _mm_sfence)"))
+_reg(IntrinsicDef("_mm_sfence", ("c",), "x86", (), None, semantics=lambda: None,
+                  doc="store fence: earlier stores, non-temporal ones included, become visible first"))
+
 
 def _masked_load(dt):
     size = np.dtype(dt).itemsize

@@ -123,5 +123,12 @@ static inline simde__m512 xp_cvtph_ps(simde__m256i h) {
 #define _mm512_reduce_max_ps(v) xp_reduce_max_ps(v)
 #define _mm512_reduce_min_ps(v) xp_reduce_min_ps(v)
 #define _mm512_reduce_add_epi64(v) xp_reduce_add_epi64(v)
+/* non-temporal store (SIMDe has none for 512 bits): a store of the same bytes, and like the
+   instruction it faults on an address that is not 64-byte aligned (passes/patterns/x86_stream.py) */
+static inline void xp_stream_ps(void *p, simde__m512 v) {
+  if (((uintptr_t)p & 63u) != 0) __builtin_trap();
+  memcpy(p, &v, sizeof v);
+}
+#define _mm512_stream_ps xp_stream_ps
 
 #endif /* XP_SIMDE_IMMINTRIN_WRAPPER */
