@@ -213,3 +213,23 @@ def test_fusion_checks_are_linear_and_bounded(monkeypatch):
     calls.clear()
     _, done = FL.fuse_lane_runs(q, "softmax", budget=5)
     assert len(calls) == 5 and len(done) <= 5
+
+
+def test_softmax_avx512_to_cuda_verifies_in_the_row_block_form(tmp_path):
+    import json
+    import re
+    from xpiler.migration.driver import migrate
+    out = tmp_path / "out"
+    r = migrate(EXAMPLES / "softmax" / "softmax_avx512.c", "cuda", outdir=out, jobs=1, perf=False)
+    assert r.verified
+    text = r.output_path.read_text()
+    assert "xp_red_vmax[8]" in text and "xp_red_vsum[8]" in text and "__shfl_xor_sync(0xffffffffu" in text
+    assert "threadIdx.x" in text and not re.search(r"\b(vmax|vsum)\[", text)
+    events = [json.loads(x) for x in (out / "provenance.jsonl").read_text().splitlines()[1:]]
+    # the plain row plan is refused (lane arrays in the row body), this one is taken
+    skipped = [e for e in events if e["type"] == "note" and e.get("what") == "plan skipped"]
+    assert skipped and skipped[0]["plan"] == 0 and "XP4002" in skipped[0]["why"]
+    passes = [e["name"] for e in events if e["type"] == "pass" and e.get("applied")]
+    assert passes[:3] == ["detensorize", "flatten_lanes", "binding"], passes
+    tests = [e for e in events if e["type"] == "test" and e.get("stage") == "step4_binding_symbolic"]
+    assert tests and tests[0]["verified"] and tests[0]["substrate"] == "emu:simt-cpu"
