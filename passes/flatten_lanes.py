@@ -462,6 +462,12 @@ def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
     return program, done + more
 
 
+#: the last few row flattenings, by (program, entry): the driver first probes a plan (its passes
+#: applied without tests) and then runs it, so the same program comes twice; the step is a
+#: function of the program (programs are immutable values, compared by value)
+_ROWS_MEMO: dict = {}
+
+
 def check(program: N.Program, *, entry: str, vectors: bool = False, rows: bool = False, **_) -> None:
     apply(program, entry=entry, vectors=vectors, rows=rows)
 
@@ -475,7 +481,12 @@ def apply(program: N.Program, *, entry: str, vectors: bool = False, rows: bool =
         if not has_masked_tail(program.func(entry)):
             raise PassError(NAME, f"'{entry}' has no vector loop over lane loops followed by a masked tail "
                                   f"(if (...) around a lane loop)", None, "XP4002")
-        out, done = flatten_rows(program, entry)
+        key = (program, entry)
+        if key not in _ROWS_MEMO:
+            while len(_ROWS_MEMO) >= 4:
+                _ROWS_MEMO.pop(next(iter(_ROWS_MEMO)))
+            _ROWS_MEMO[key] = flatten_rows(program, entry)
+        out, done = _ROWS_MEMO[key]
         if not any(name == "join_masked" for name, _ in done):
             raise PassError(NAME, f"no vector loop of '{entry}' and its masked tail join into one element loop",
                             None, "XP4002")

@@ -233,3 +233,13 @@ def test_softmax_avx512_to_cuda_verifies_in_the_row_block_form(tmp_path):
     assert passes[:3] == ["detensorize", "flatten_lanes", "binding"], passes
     tests = [e for e in events if e["type"] == "test" and e.get("stage") == "step4_binding_symbolic"]
     assert tests and tests[0]["verified"] and tests[0]["substrate"] == "emu:simt-cpu"
+
+
+def test_the_probe_and_the_run_flatten_once():
+    # the driver probes the plan, then runs it: the second call on an equal program is the memo's
+    a, b = _det("softmax_avx512.c", "softmax"), _det("softmax_avx512.c", "softmax")
+    assert a is not b and a == b
+    FL._ROWS_MEMO.clear()
+    x = get("flatten_lanes").apply(a, entry="softmax", rows=True)
+    assert get("flatten_lanes").apply(b, entry="softmax", rows=True) is x
+    assert len(FL._ROWS_MEMO) == 1
