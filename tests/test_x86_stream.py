@@ -44,6 +44,21 @@ def test_default_prints_the_guarded_stream_form_for_a_runtime_size():
     assert f">= {STREAM_MIN}" in text and "#include <stdint.h>" in text and "& 63u" in text
 
 
+def test_both_stores_sit_in_one_chunk_loop_so_tests_below_the_threshold_run_its_bounds():
+    # the verifier's instances are all below the threshold: the peel, the chunk loop and the tail
+    # they run must be the ones the streamed side runs; only the store instruction differs
+    f = tz(ADD, "add").func("add")
+    chunk_loops = [n for n in walk(f) if isinstance(n, N.For)
+                   and {"_mm512_stream_ps", "_mm512_store_ps"} <= names(n)]
+    assert len(chunk_loops) == 1
+    chunk = chunk_loops[0]
+    branch = next(n for n in chunk.body.stmts if isinstance(n, N.If))
+    inner = [next(s for s in side.stmts if isinstance(s, N.For)) for side in (branch.then, branch.else_)]
+    assert [names(x) & {"_mm512_stream_ps", "_mm512_store_ps"} for x in inner] == \
+        [{"_mm512_stream_ps"}, {"_mm512_store_ps"}]
+    assert str(inner[0].lo) == str(inner[1].lo) and str(inner[0].hi) == str(inner[1].hi)
+
+
 def test_stream_off_keeps_the_plain_loop():
     got = names(tz(ADD, "add", stream=0))
     assert "_mm512_storeu_ps" in got and not {"_mm512_stream_ps", "_mm_sfence", "_mm512_store_ps"} & got

@@ -12,24 +12,27 @@ needs a 64-byte aligned address. ``build`` writes, in place of the 16-lane main 
         if (lo < j_a) { const int j = lo; mask = (1u << (j_a - j)) - 1u; <masked body> }  // peel
         const int j_end = j_a + (hi > j_a ? (hi - j_a) / 16 * 16 : 0);
         const int j_nt = hi - lo >= STREAM_MIN;
-        if (j_nt) {
-            for (int j_c = j_a; j_c < j_end; j_c += CHUNK) {     // the loop's omp binding, if any
-                const int j_ce = j_end - j_c > CHUNK ? j_c + CHUNK : j_end;
+        for (int j_c = j_a; j_c < j_end; j_c += CHUNK) {         // the loop's omp binding, if any
+            const int j_ce = j_end - j_c > CHUNK ? j_c + CHUNK : j_end;
+            if (j_nt) {
                 for (int j = j_c; j < j_ce; j += 16) <body, _mm512_stream_ps>
-                _mm_sfence();
+            } else {
+                for (int j = j_c; j < j_ce; j += 16) <body, _mm512_store_ps>
             }
-        } else {
-            for (int j = j_a; j < j_end; j += 16) <body, _mm512_store_ps>      // the same binding
+            _mm_sfence();
         }
         if (j_end < hi) { const int j = j_end; mask = (1u << (hi - j)) - 1u; <masked body> }
     }
 
-Both branches run ``j`` over the same range ``[j_a, j_end)`` in steps of 16 and store the same
-values at the same addresses; only the store instruction and the chunking differ. The branch below
-the threshold uses the *aligned* store ``_mm512_store_ps``, which faults on an address that is not
-64-byte aligned: every test instance (all below the threshold) therefore also checks that the peel
-aligns the output and that peel, main range and tail cover the loop once; the chunk bounds of the
-stream branch are checked by tests/test_x86_stream.py (threshold 16, n across several chunks).
+The two inner loops are the same loop over the same chunk, and differ in the store instruction
+only; the peel, the chunking and the tail are shared. The verifier's instances are all below the
+threshold (it is far above the sizes a test can afford), so they run every part of the code except
+the one ``_mm512_stream_ps``, whose effect on memory is that of the aligned store it replaces (the
+fence orders it before any later read). The store below the threshold is the *aligned*
+``_mm512_store_ps``, which faults on an address that is not 64-byte aligned: every test instance
+therefore also checks that the peel aligns the output, and that peel, chunks and tail cover the
+loop once. tests/test_x86_stream.py runs the streamed side too (threshold 16, n across several
+chunks, misaligned outputs).
 A float pointer is 4-byte aligned in C, so the peel of at most 15 elements reaches a 64-byte
 boundary. Each thread's stream stores are fenced (``_mm_sfence``) at the end of its chunk, before
 any other thread or the caller can read them.
@@ -143,14 +146,12 @@ def build(func, loop, target, main_body, tail_body, mvar, threshold):
                                                        c(0)))))
     out.append(N.Decl(nt.name, CINT, b(">=", trip, c(threshold))))
 
-    streamed = N.For(j, jc, jce, c(16), N.Block(tuple(_with_store(main_body, "_mm512_stream_ps"))), var_type=INT,
-                     cmp="<")
+    def inner(store):
+        return N.For(j, jc, jce, c(16), N.Block(tuple(_with_store(main_body, store))), var_type=INT, cmp="<")
     chunk = [N.Decl(jce.name, CINT, N.Cond(b(">", b("-", end, jc), c(CHUNK)), b("+", jc, c(CHUNK)), end)),
-             streamed, N.ExprStmt(_I("_mm_sfence"))]
-    chunks = N.For(jc.name, ja, end, c(CHUNK), N.Block(tuple(chunk)), binding=loop.binding, var_type=INT,
-                   pragmas=loop.pragmas, cmp="<", loc=loop.loc)
-    aligned = N.For(j, ja, end, c(16), N.Block(tuple(_with_store(main_body, "_mm512_store_ps"))),
-                    binding=loop.binding, var_type=INT, pragmas=loop.pragmas, cmp="<", loc=loop.loc)
-    out.append(N.If(nt, N.Block((chunks,)), N.Block((aligned,))))
+             N.If(nt, N.Block((inner("_mm512_stream_ps"),)), N.Block((inner("_mm512_store_ps"),))),
+             N.ExprStmt(_I("_mm_sfence"))]
+    out.append(N.For(jc.name, ja, end, c(CHUNK), N.Block(tuple(chunk)), binding=loop.binding, var_type=INT,
+                     pragmas=loop.pragmas, cmp="<", loc=loop.loc))
     out.append(N.If(b("<", end, hi), N.Block(tuple(masked(end, hi)))))
     return out
