@@ -338,6 +338,9 @@ def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec
     if why:
         raise PassError(pass_name, f"kernel '{entry}': {why}", ct.root, "XP4001")
     need = RT.wide_shared_bytes(BM, BN, BK)
+    if prefetch:                # the k-offset tables of the split loaders (passes/patterns/simt_kparts.py)
+        from .patterns import simt_kparts as KP
+        need += KP.table_bytes(KP.splits(ct, BK, BN, (BM // TM) * (BN // TN)))
     have = U.static_bytes(program, ct.func, "shared")
     if have + need > U.SHARED_BYTES:
         raise PassError(pass_name, f"tile {BM}x{BN}x{BK}: {have + need} bytes of shared memory, more than "

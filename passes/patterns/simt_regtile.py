@@ -29,6 +29,7 @@ in registers would round differently from the source's expression).
 """
 from __future__ import annotations
 
+from . import simt_kparts as KP
 from . import simt_tile as ST
 
 #: (BM = BN, TM = TN, BK) offered by the cache pass's candidates
@@ -198,13 +199,33 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     def used(which, text):
         return text if pre[which] else E.op(which, text)
 
+    # prefetch: operand indices proven separable into a row part (per block) and a k part (k
+    # itself, or a shared table), so the loads do no division (passes/patterns/simt_kparts.py)
+    sp = KP.splits(ct, BK, BN, NT) if prefetch else {}
+
+    def split_load(which, k, row):
+        """The load of ``which`` at (row, k) with the split index; ``row`` names the thread's
+        row-part register. A table split falls back to the old index when the table is not used."""
+        buf = ct.A if which == "A" else ct.B
+        s = sp[which]
+        if s.kind == "unit":
+            return f"{buf}[{row} + ({k})]"
+        # the choice is uniform over the block; nvcc keeps the old index under a uniform branch
+        # (one copy of the hot loop: duplicating it for the two cases cost 131 registers on sm_90)
+        old = E.load(which, b, 'xp_i0 + xp_r', k) if which == "A" else E.load(which, b, k, 'xp_j0 + xp_c')
+        return f"(xp_use{which} ? {buf}[{row} + xp_kt{which}[{k}]] : {old})"
+
     def a_val(k0):
+        load = split_load("A", f"{k0} + xp_c", "xp_ra[xp_u]") if "A" in sp else \
+            E.load('A', b, 'xp_i0 + xp_r', f'{k0} + xp_c')
         return (f"(xp_i0 + xp_r < {Mx} && {k0} + xp_c < {Kx}) ? "
-                f"{staged('A', E.load('A', b, 'xp_i0 + xp_r', f'{k0} + xp_c'))} : 0.0f")
+                f"{staged('A', load)} : 0.0f")
 
     def b_val(k0):
+        load = split_load("B", f"{k0} + xp_r", "xp_rb") if "B" in sp else \
+            E.load('B', b, f'{k0} + xp_r', 'xp_j0 + xp_c')
         return (f"({k0} + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
-                f"{staged('B', E.load('B', b, f'{k0} + xp_r', 'xp_j0 + xp_c'))} : 0.0f")
+                f"{staged('B', load)} : 0.0f")
 
     def a_rc(t):
         return [f"const int xp_r = {t} / {BK};", f"const int xp_c = {t} % {BK};"]
@@ -218,9 +239,11 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
          f"__shared__ __align__(16) float xp_Bs[{BK * BN}];",
          "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;",
          f"const int xp_tid = xp_ty * {SX} + xp_tx;"]
+    L += [f"__shared__ int xp_kt{w}[{KP.TABLE_CAP}];" for w, s in sp.items() if s.kind == "table"]
     head = len(L)
-    L += [f"const int xp_i0 = blockIdx.y * {BM};", f"const int xp_j0 = blockIdx.x * {BN};",
-          f"float xp_acc[{TM}][{TN}];",
+    L += [f"const int xp_i0 = blockIdx.y * {BM};", f"const int xp_j0 = blockIdx.x * {BN};"]
+    L += split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT)
+    L += [f"float xp_acc[{TM}][{TN}];",
           "#pragma unroll",
           f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
           "    #pragma unroll",
@@ -290,6 +313,40 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
           "    }",
           "}"]
     return ST._batched(ct, E, L, head)
+
+
+def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT) -> list:
+    """Per block: the k-offset tables of the table splits (filled, then one ``__syncthreads_or``
+    that also says whether every entry fitted an int), and the row-part registers of the thread
+    (A: one per prefetched row; B: its one column). Row parts are computed only for rows / columns
+    inside the matrix and a non-empty K (the index may divide by a size that is zero otherwise)."""
+    L = []
+    for w, s in sp.items():
+        if s.kind != "table":
+            continue
+        r0 = "xp_i0" if w == "A" else "xp_j0"
+        L += [f"const int xp_tab{w} = {Kx} <= {KP.TABLE_CAP};",
+              f"int xp_kbig{w} = 0;",
+              f"if (xp_tab{w}) {{",
+              f"    for (int xp_t = xp_tid; xp_t < {Kx}; xp_t += {NT}) {{",
+              f"        const long xp_v = {KP.k_part(E, ct, w, b, r0, 'xp_t')};",
+              f"        xp_kt{w}[xp_t] = (int)xp_v;",
+              f"        xp_kbig{w} = xp_kbig{w} || xp_v != (long)(int)xp_v;",
+              "    }",
+              "}",
+              f"const int xp_use{w} = __syncthreads_or(xp_kbig{w}) == 0 && xp_tab{w};"]
+    if "A" in sp:
+        L += [f"long xp_ra[{BM * BK // NT}];",
+              "#pragma unroll",
+              f"for (int xp_u = 0; xp_u < {BM * BK // NT}; ++xp_u) {{",
+              f"    const int xp_r = (xp_tid + xp_u * {NT}) / {BK};",
+              f"    xp_ra[xp_u] = (xp_i0 + xp_r < {Mx} && 0 < {Kx}) ? "
+              f"{KP.row_part(E, ct, 'A', b, 'xp_i0 + xp_r')} : 0;",
+              "}"]
+    if "B" in sp:
+        L += [f"const long xp_rb = (xp_j0 + xp_tid % {BN} < {Nx} && 0 < {Kx}) ? "
+              f"{KP.row_part(E, ct, 'B', b, f'xp_j0 + xp_tid % {BN}')} : 0;"]
+    return L
 
 
 def launch_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int) -> dict:

@@ -1,0 +1,147 @@
+"""Split an operand index of a contraction into a row part and a k part, for the loaders of the
+wide register-blocked form (:func:`passes.patterns.simt_regtile.body_wide`, prefetch variant).
+
+A convolution read as an implicit GEMM (M = Cout, N = Ho*Wo, K = Cin*KH*KW) indexes its operands
+through the ``/`` and ``%`` that recompose the flattened loops (:func:`simt_tile._flatten`), e.g.
+``input[((b*Cin + k/(KH*KW))*H + j/Wo*s)*W + (j%Wo*s + (k/KW%KH*W + k%KW))]``: every element a
+thread stages paid several integer divisions. When the index ``f(b, r, k)`` (``r`` the row of A or
+the column of B) is **separable**,
+
+    f(b, r, k) == f(b, r, 0) + (f(b', r', k) - f(b', r', 0))      for all b, b', r, r', k in range,
+
+the row part ``f(b, r, 0)`` is computed once per block (each thread's rows / column are fixed in
+the prefetch loader) and the k part is either
+
+* ``k`` itself when ``f(b, r, k) == f(b, r, 0) + k`` is proven (``unit``: the weight of a conv, whose
+  mixed-radix recomposition ``(k/(KH*KW))*KH*KW + (k/KW%KH)*KW + k%KW`` is ``k``), or
+* a per-block table of K entries in shared memory (``table``), filled once per block (K / threads
+  divisions per thread), used while ``K <= TABLE_CAP``; a larger K keeps the old index.
+
+Both identities are proven with Z3 (xpiler/ir/z3term.py, the C division encoding) under the
+ranges ``0 <= k < K``, ``0 <= r < M`` (or N), ``0 <= b < batch``: nothing else is assumed (every
+other name is any integer). The solver runs under a resource limit (deterministic), and
+``unknown`` keeps the old loader. Only an index whose k part holds a ``/`` or ``%`` is split: the
+gemm / bmm loaders (``A[i*K + k]``, ``B[k*N + j]``) are left as they were.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from xpiler.ir import nodes as N
+from xpiler.ir import z3term as T
+from xpiler.ir.visit import substitute, walk
+
+from . import simt_tile as ST
+
+#: most k entries of the per-block k-offset table (18 KiB of int32: Cin 512 x 3 x 3)
+TABLE_CAP = 4608
+#: Z3 resource limit of one proof (deterministic, unlike a time limit)
+RLIMIT = 5_000_000
+
+P = ST.PREFIX
+
+
+@dataclass(frozen=True)
+class Split:
+    which: str          # "A" or "B"
+    kind: str           # "unit" (k part is k) or "table" (k part read from a shared table)
+    rvar: str           # the placeholder of the row (A: xp_i) or column (B: xp_j)
+
+
+def _has_divmod_of_k(idx) -> bool:
+    return any(isinstance(n, N.BinOp) and n.op in ("/", "%") and ST.uses(n, {P + "k"}) for n in walk(idx))
+
+
+class _Names(T.Terms):
+    def __init__(self):
+        super().__init__(policy=T.REFUSE)
+        self.env = {}
+
+    def name(self, e, depth):
+        nm = getattr(e, "name", None)
+        if not isinstance(e, N.Var) or not nm:
+            return self.unknown(e, depth)
+        if nm not in self.env:
+            self.env[nm] = z3.Int(nm)
+        return self.env[nm]
+
+
+def _proven(hyps, goal) -> bool:
+    s = z3.Solver()
+    s.set("rlimit", RLIMIT)
+    s.add(*hyps)
+    s.add(z3.Not(goal))
+    return s.check() == z3.unsat
+
+
+_OWN = {"xp_kk", "xp_r", "xp_r2", "xp_bb", "xp_b2"}
+
+
+def split(ct, which: str) -> Split | None:
+    """The split of operand ``which``'s index (None: keep the old loader)."""
+    idx = ct.a_idx if which == "A" else ct.b_idx
+    if not _has_divmod_of_k(idx):
+        return None
+    rvar, rext = (P + "i", ct.M) if which == "A" else (P + "j", ct.N_)
+    t = _Names()
+
+    def f(b, r, k):
+        return t.int(substitute(idx, {P + "k": k, rvar: N.Var(r), P + "b": N.Var(b)}))
+    zero = N.Const(0, "int32", "0")
+    try:
+        K, R = t.int(ct.K), t.int(rext)
+        Bx = t.int(ct.batch) if ct.batch is not None else None
+        kk = N.Var("xp_kk")
+        full, row = f("xp_bb", "xp_r", kk), f("xp_bb", "xp_r", zero)          # f(b, r, k), f(b, r, 0)
+        other_k, other_0 = f("xp_b2", "xp_r2", kk), f("xp_b2", "xp_r2", zero)  # at another (b', r')
+    except T.Untranslatable:
+        return None
+    if any(nm.startswith(P) and nm not in _OWN for nm in t.env):
+        return None                      # the index uses a placeholder the split does not bind
+    e = t.env
+    hyps = [e["xp_kk"] >= 0, e["xp_kk"] < K]
+    for r, b in (("xp_r", "xp_bb"), ("xp_r2", "xp_b2")):
+        if r in e:
+            hyps += [e[r] >= 0, e[r] < R]
+        if b in e:
+            hyps += [e[b] >= 0] + ([e[b] < Bx] if Bx is not None else [e[b] == 0])
+    if _proven(hyps, full == row + e["xp_kk"]):
+        return Split(which, "unit", rvar)
+    if _proven(hyps, full == row + other_k - other_0):
+        return Split(which, "table", rvar)
+    return None
+
+
+def splits(ct, BK: int, BN: int, NT: int) -> dict:
+    """{"A": Split, "B": Split} for the operands the prefetch loader can split: a thread's k of A
+    (``(tid + u*NT) % BK``) and column of B (``(tid + u*NT) % BN``) must not change with u."""
+    out = {}
+    if NT % BK == 0:
+        s = split(ct, "A")
+        if s is not None:
+            out["A"] = s
+    if NT % BN == 0:
+        s = split(ct, "B")
+        if s is not None:
+            out["B"] = s
+    return out
+
+
+def table_bytes(sp: dict) -> int:
+    return sum(4 * TABLE_CAP for s in sp.values() if s.kind == "table")
+
+
+def row_part(E, ct, which, b, r) -> str:
+    """``f(b, r, 0)``: the index with k = 0 (printed; computed once per block)."""
+    idx = ct.a_idx if which == "A" else ct.b_idx
+    rv = "i" if which == "A" else "j"
+    return E.e(idx, b=b, **{rv: r, "k": N.Const(0, "int32", "0")})
+
+
+def k_part(E, ct, which, b, r, k) -> str:
+    """``f(b, r, k) - f(b, r, 0)`` for a valid (b, r): the table entry of k."""
+    idx = ct.a_idx if which == "A" else ct.b_idx
+    rv = "i" if which == "A" else "j"
+    return f"({E.e(idx, b=b, **{rv: r, 'k': k})}) - ({row_part(E, ct, which, b, r)})"
