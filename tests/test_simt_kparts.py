@@ -50,12 +50,20 @@ def test_conv2d_nchw_loaders_have_no_division_in_k():
     assert "__shared__ int xp_ktB[4608];" in text and "__syncthreads_or(xp_kbigB)" in text
 
 
-def test_conv2d_nchw_split_verifies_including_the_fallback():
-    """Every spec shape (stride 2, odd sizes) and the derived instances, one past the table
-    (K = 4609) among them, on the SIMT emulator."""
-    src, entry, p, q, launch = wide_default("conv2d_nchw")
+@pytest.mark.parametrize("op,kinds", [("conv2d_nchw", {"A": "unit", "B": "table"}),
+                                      ("conv2d_nhwc", {"A": "table", "B": "unit"}),
+                                      ("conv1d", {"A": "unit", "B": "table"})])
+def test_conv_splits_verify_including_the_fallback(op, kinds):
+    """Every spec shape (stride 2, odd sizes) and the derived instances, K one past the table
+    among them (the old index), on the SIMT emulator; nhwc has the table on A."""
+    src, entry, p, q, launch = wide_default(op)
+    ct = ST.analyse(p, p.func(entry), wider=True)
+    assert {w: s.kind for w, s in KP.splits(ct, 16, 64, 256).items()} == kinds
     v = verify(q, src, "cuda", launch)
     assert v.verified, v.failures[:1]
+    tab = "xp_tabA" if kinds["A"] == "table" else "xp_tabB"
+    assert any(tab in " ".join(d["reasons"]) for d in v.derived), v.derived   # the old-index run
+    assert not any("left out" in str(n.to_json()) for n in v.notes)
 
 
 def test_a_wrong_table_is_caught():
