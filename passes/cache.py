@@ -338,8 +338,8 @@ def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec
     if why:
         raise PassError(pass_name, f"kernel '{entry}': {why}", ct.root, "XP4001")
     need = RT.wide_shared_bytes(BM, BN, BK)
-    if prefetch:                # the k-offset tables of the split loaders (passes/patterns/simt_kparts.py)
-        from .patterns import simt_kparts as KP
+    from .patterns import simt_kparts as KP
+    if KP.applies(program.dialect, prefetch):    # the k-offset tables of the split loaders
         need += KP.table_bytes(KP.splits(ct, BK, BN, (BM // TM) * (BN // TN)))
     have = U.static_bytes(program, ct.func, "shared")
     if have + need > U.SHARED_BYTES:

@@ -95,3 +95,12 @@ def test_a_non_separable_index_keeps_the_old_loader():
     assert KP.split(replace(ct, b_idx=mixed), "B") is None
     assert KP.split(ct, "B") == KP.Split("B", "table", "xp_j")
     assert KP.split(ct, "A") == KP.Split("A", "unit", "xp_i")
+
+
+def test_hip_keeps_the_old_loaders():
+    """On hip the split is not applied (it cost VGPRs and scratch on gfx90a): no table, no row parts."""
+    src, entry, p = bound("conv2d_nchw", "hip")
+    q, _ = cache.apply(p, entry=entry, target="hip", **cache.WIDE_DEFAULT)
+    text = print_program(q, "hip")
+    assert "xp_kt" not in text and "xp_ra" not in text and "xp_rb" not in text
+    assert any("/" in x for x in loads(text, "input"))

@@ -21,7 +21,8 @@ Both identities are proven with Z3 (xpiler/ir/z3term.py, the C division encoding
 ranges ``0 <= k < K``, ``0 <= r < M`` (or N), ``0 <= b < batch``: nothing else is assumed (every
 other name is any integer). The solver runs under a resource limit (deterministic), and
 ``unknown`` keeps the old loader. Only an index whose k part holds a ``/`` or ``%`` is split: the
-gemm / bmm loaders (``A[i*K + k]``, ``B[k*N + j]``) are left as they were.
+gemm / bmm loaders (``A[i*K + k]``, ``B[k*N + j]``) are left as they were. cuda only
+(:func:`applies`).
 """
 from __future__ import annotations
 
@@ -112,6 +113,13 @@ def split(ct, which: str) -> Split | None:
     if _proven(hyps, full == row + other_k - other_0):
         return Split(which, "table", rvar)
     return None
+
+
+def applies(dialect: str, prefetch: bool) -> bool:
+    """The split loaders are for the cuda prefetch form only: on hip (gfx90a, clang 15) the
+    conv2d_nchw split took 128 VGPRs and 152 bytes of scratch against 106 and none without it, and
+    the default hip plans do not use the wide form; hip keeps the old loaders."""
+    return bool(prefetch) and dialect == "cuda"
 
 
 def splits(ct, BK: int, BN: int, NT: int) -> dict:

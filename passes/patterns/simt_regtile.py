@@ -201,7 +201,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
 
     # prefetch: operand indices proven separable into a row part (per block) and a k part (k
     # itself, or a shared table), so the loads do no division (passes/patterns/simt_kparts.py)
-    sp = KP.splits(ct, BK, BN, NT) if prefetch else {}
+    sp = KP.splits(ct, BK, BN, NT) if KP.applies(dialect, prefetch) else {}
 
     def split_load(which, k, row):
         """The load of ``which`` at (row, k) with the split index; ``row`` names the thread's
