@@ -283,9 +283,10 @@ def _half_spelling(func, ct):
 #: the block-tiled WMMA form's parameters (passes/patterns/simt_wmma_block.py)
 BLOCK_PARAMS = ("tile", "tile_n", "warps", "bk", "double")
 #: the block-tiled WMMA form the default cuda plans try first for a half matmul: a 64 x 64 tile
-#: per block of 4 warps (2 x 2 fragments each), k slices of 32, double-buffered
-#: (docs/decisions.md, 2026-12-05 "Half matmuls to cuda: block-tiled WMMA")
-WMMA_BLOCK_DEFAULT = {"tile": 64, "warps": 4, "bk": 32, "double": True}
+#: per block of 8 warps (2 fragments each), k slices of 32, double-buffered; the fastest of six
+#: shapes in three side-by-side runs on an H100 (benchmarks/RESULTS.md, thirteenth session;
+#: docs/decisions.md, 2026-12-05 "Half matmuls to cuda: block-tiled WMMA")
+WMMA_BLOCK_DEFAULT = {"tile": 64, "warps": 8, "bk": 32, "double": True}
 
 
 def _block_params(params) -> dict | None:

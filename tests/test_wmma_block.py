@@ -85,8 +85,15 @@ def test_default_cuda_output_of_the_half_mfma_source_is_block_tiled(tmp_path):
     r = migrate(EXAMPLES / "gemm" / "gemm_mfma_f16.hip", to="cuda", outdir=tmp_path / "o", perf=False)
     assert r.verified
     code = "\n".join(x for x in r.code.splitlines() if not x.lstrip().startswith("//"))
-    assert "xp_fc11" in code and "dim3(128, 1, 1)" in code and "__builtin_amdgcn" not in code
-    assert _tensorize_events(r)[-1]["params"].get("tile") == 64
+    d = tensorize.WMMA_BLOCK_DEFAULT
+    from xpiler.passes.patterns.simt_wmma_block import warp_grid
+    wr, wc = warp_grid(d["tile"], d.get("tile_n", d["tile"]), d["warps"])
+    fm, fn = d["tile"] // wr // 16, d.get("tile_n", d["tile"]) // wc // 16
+    # the default's warp grid and fragments: the last accumulator of a warp, and 32 threads a warp
+    assert f"xp_fc{fm - 1}{fn - 1}" in code and f"xp_fc{fm}{fn - 1}" not in code
+    assert f"dim3({32 * d['warps']}, 1, 1)" in code and "__builtin_amdgcn" not in code
+    assert _tensorize_events(r)[-1]["params"].get("tile") == d["tile"]
+    assert _tensorize_events(r)[-1]["params"].get("warps") == d["warps"]
 
 
 def test_where_the_block_form_does_not_apply_the_one_warp_form_follows(tmp_path, monkeypatch):
