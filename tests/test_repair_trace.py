@@ -256,3 +256,21 @@ def test_an_avx512_store_of_a_c_output_is_traced(tmp_path):
     # 16 lanes per event; the shifted vector store wrote elements of the next lanes
     assert all(c == 16 for _, c, _, _ in tr.events[named[0].sid])
     assert tr.bad.get(named[0].sid, 0) > 0
+
+
+def test_a_non_temporal_store_of_a_c_output_is_a_traced_vector_store():
+    # the large-output elementwise form (passes/patterns/x86_stream.py) stores with
+    # _mm512_stream_ps beside _mm512_store_ps: the trace counts both as 16-lane stores of y
+    from xpiler.ir import nodes as N
+    from xpiler.ir.visit import walk
+    from xpiler.passes import tensorize
+    from xpiler.repair.trace import Model, find_stores
+    plain = "void vadd(const float* a, const float* b, float* y, int n) {\n" \
+            "    for (int i = 0; i < n; i++) y[i] = a[i] + b[i];\n}\n"
+    prog = tensorize.apply(parse_text(plain, "c", "vadd.c"), entry="vadd", target="c")
+    kinds = {}
+    for s in find_stores(Model(prog, "vadd", ["y"])):
+        kinds.setdefault(s.kind, 0)
+        kinds[s.kind] += 1
+    stream = [n for n in walk(prog.func("vadd")) if isinstance(n, N.Intrinsic) and n.name == "_mm512_stream_ps"]
+    assert stream and kinds.get("vstore", 0) >= 4       # peel, stream, aligned store and tail

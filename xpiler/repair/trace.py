@@ -139,7 +139,7 @@ _COPIES = ("__memcpy", "__memcpy_async")
 #: store counts the mask's set lanes (the c printer's tails are prefix masks)
 _VSTORES = {"_mm512_storeu_ps": (16, None), "_mm512_store_ps": (16, None), "_mm512_mask_storeu_ps": (16, 1),
             "_mm512_mask_store_ps": (16, 1), "_mm512_storeu_pd": (8, None), "_mm512_mask_storeu_pd": (8, 1),
-            "_mm256_storeu_ps": (8, None), "_mm256_store_ps": (8, None)}
+            "_mm256_storeu_ps": (8, None), "_mm256_store_ps": (8, None), "_mm512_stream_ps": (16, None)}
 
 
 class Unsupported(Exception):
