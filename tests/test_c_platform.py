@@ -7,6 +7,8 @@ import pytest
 from xpiler.platforms.c import CPlatform, cpu_flags, simde_available
 from xpiler.verify import test_kernel as verify
 
+from spec_text import elementwise_spec
+
 KERNEL = r"""
 #include <immintrin.h>
 #include <stdint.h>
@@ -110,36 +112,13 @@ void twice(const float* x, float* y, int n) {
   }
 }
 """
-ALIGNED_SPEC = """
-entry = "twice"
-dialect = "c"
-[sizes]
-n = 37
-[[args]]
-name = "x"
-dtype = "float32"
-shape = ["n"]
-role = "in"
-[[args]]
-name = "y"
-dtype = "float32"
-shape = ["n"]
-role = "out"
-[[args]]
-name = "n"
-dtype = "int32"
-role = "scalar"
-value = "n"
-[reference]
-python = "ref.py:twice"
-"""
 
 
 @pytest.mark.skipif(not {"avx512f"} <= cpu_flags(), reason="CPU lacks AVX-512")
 def test_aligned_avx512_local_verifies_under_asan(tmp_path, monkeypatch):
     monkeypatch.delenv("XPILER_C_SUBSTRATE", raising=False)
     (tmp_path / "twice.c").write_text(ALIGNED_LOCAL)
-    (tmp_path / "twice.c.toml").write_text(ALIGNED_SPEC)
+    (tmp_path / "twice.c.toml").write_text(elementwise_spec("twice", "c", n=37, reference="ref.py:twice"))
     (tmp_path / "ref.py").write_text("import numpy as np\n\ndef twice(x, n):\n    return (2 * np.asarray(x, np.float32)).astype(np.float32)\n")
     v = verify(tmp_path / "twice.c", timeout=60)
     assert v.verified, [f.message for f in v.failures]
