@@ -99,11 +99,15 @@ class _Join:
         if not (isinstance(fi, N.BinOp) and fi.op == "/" and isinstance(ri, N.BinOp) and ri.op == "%"
                 and _const(fi.rhs) == w and _const(ri.rhs) == w and fi.lhs == ri.lhs):
             return None
-        x = fi.lhs
+        return self._x_ok(fi.lhs, {f_name, r_name})
+
+    def _x_ok(self, x, names):
+        """``x`` when it is a pure int32 expression whose names (and ``names``) the function never
+        assigns after their declaration, else None."""
         xvars = {n.name for n in walk(x) if isinstance(n, N.Var)}
         if any(not isinstance(n, (N.Var, N.BinOp, N.Const, N.UnOp, N.Cast)) for n in walk(x)):
             return None
-        if ({f_name, r_name} | xvars) & self.assigned:
+        if (names | xvars) & self.assigned:
             return None
         for v in xvars:
             t = self.params[v].type if v in self.params else self.decls[v].type if v in self.decls else None
@@ -305,18 +309,6 @@ class _MaskedJoin(_Join):
                 and ri.lhs == fi.lhs.lhs and isinstance(ri.rhs, N.Var) and ri.rhs.name == f_name):
             return None
         return self._x_ok(fi.lhs.lhs, {f_name, r_name})
-
-    def _x_ok(self, x, names):
-        xvars = {n.name for n in walk(x) if isinstance(n, N.Var)}
-        if any(not isinstance(n, (N.Var, N.BinOp, N.Const, N.UnOp, N.Cast)) for n in walk(x)):
-            return None
-        if (names | xvars) & self.assigned:
-            return None
-        for v in xvars:
-            t = self.params[v].type if v in self.params else self.decls[v].type if v in self.decls else None
-            if not (isinstance(t, N.Scalar) and t.dtype == "int32"):
-                return None
-        return x
 
     def _fold(self, s, g):
         """``if (g) acc = acc OP E ? acc : E`` for a masked max / min fold ``s`` (see the notes
