@@ -54,6 +54,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from . import dependence as D
+from . import radix_join
 
 INT_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
 _UNSIGNED = {1: ("uint8", "uint8_t"), 2: ("uint16", "uint16_t"), 4: ("uint32", "uint32_t"), 8: ("uint64", "uint64_t")}
@@ -175,6 +176,34 @@ def _horner(e, loops) -> bool:
     return False
 
 
+def _strip_wide(e):
+    """``e`` without conversions to 32/64-bit integers (they keep a non-negative index below the
+    temporary's size, which the source computes too); a narrower one may truncate and stays."""
+    while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in ("int32", "uint32", "int64", "uint64"):
+        e = e.expr
+    return e
+
+
+def _horner_parts(e, his):
+    """``[e1, .., ed]`` when ``e`` (32/64-bit integer casts ignored) is
+    ``(..(e1 * H2 + e2) * H3 + ..) * Hd + ed`` with ``his`` the texts of ``H2..Hd``, else None."""
+    _strip = _strip_wide
+    e = _strip(e)
+    if not his:
+        return [e]
+    if not (isinstance(e, N.BinOp) and e.op == "+"):
+        return None
+    for a, v in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+        a = _strip(a)
+        if isinstance(a, N.BinOp) and a.op == "*":
+            for inner, h in ((a.lhs, a.rhs), (a.rhs, a.lhs)):
+                if _text(h) == his[-1]:
+                    rest = _horner_parts(inner, his[:-1])
+                    if rest is not None:
+                        return rest + [_strip(v)]
+    return None
+
+
 # ---------------------------------------------------------------------------- rewriting
 def _forward_one(func: N.Func, decl: N.Decl) -> Optional[N.Func]:
     name, elem = decl.name, decl.type.elem
@@ -218,7 +247,9 @@ def _forward_one(func: N.Func, decl: N.Decl) -> Optional[N.Func]:
         if i in drop or i == nest_at:
             continue
         if i > nest_at and _uses(s, name):
+            s = forwarded.in_range_reads(s)
             s = rewrite(s, forwarded)
+            s = radix_join.join_all(func, s)
             if _uses(s, name):
                 return None                  # a use that is not a read of an element
         out.append(s)
@@ -283,6 +314,45 @@ class _Forward:
         et = self.elem.with_(const=False)
         inside = N.BinOp("&&", N.BinOp(">=", x, N.Const(0)), N.BinOp("<", x, total))
         return N.Cond(inside, N.Cast(et, substitute(self.value, env)), N.Cast(et, N.Const(0)))
+
+    def in_range_reads(self, stmt):
+        """``stmt`` with each read ``P[idx]`` whose index is the row-major index of variables
+        ``e1..ed`` of loops around the read that run 0 .. H1..Hd by 1 (the nest's own bounds, the
+        same text: names the function never assigns) replaced by the value at
+        ``v1..vd := e1..ed``: the index is in range there, and the division and remainder of
+        :meth:`element` give back ``e1..ed``, so the guard and the arithmetic are not needed."""
+        his = [_text(l.hi) for l in self.loops]
+        hits = {}
+
+        def visit(node, ranges):
+            if isinstance(node, N.For):
+                if node.binding in (None, "omp") and getattr(node, "cmp", "<") == "<" and \
+                        isinstance(node.lo, N.Const) and node.lo.value == 0 and \
+                        isinstance(node.step, N.Const) and node.step.value == 1 and \
+                        node.var not in D.assigned_names(node.body) and \
+                        not any(isinstance(d, N.Decl) and d.name == node.var for d in walk(node.body)):
+                    ranges = {**ranges, node.var: _text(node.hi)}
+                else:
+                    ranges = {k: v for k, v in ranges.items() if k != node.var}
+            if isinstance(node, N.Index) and _is_var(node.base, self.name):
+                parts = _horner_parts(node.index, his[1:])
+                if parts is not None and len(parts) == len(self.loops) and all(
+                        isinstance(p, N.Var) and ranges.get(p.name) == h for p, h in zip(parts, his)):
+                    hits[id(node)] = parts
+            for ch in node.children() if isinstance(node, N.Node) else ():
+                visit(ch, ranges)
+
+        visit(stmt, {})
+        if not hits:
+            return stmt
+        et = self.elem.with_(const=False)
+
+        def fn(n):
+            if isinstance(n, N.Index) and id(n) in hits:
+                env = {l.var: N.Cast(l.var_type, e) for l, e in zip(self.loops, hits[id(n)])}
+                return N.Cast(et, substitute(self.value, env))
+            return n
+        return rewrite(stmt, fn)
 
     def __call__(self, n):
         if not isinstance(n, N.Index):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk, rewrite
 
-from . import chunk_tail, x86_dot_sum as dot_sum
+from . import chunk_tail, x86_dot_cols as dot_cols, x86_dot_sum as dot_sum
 from .common import (FLOAT, INT, add, assign, b, block, c, cast, cf, cond, decl, ix, loop, mul, ptr,
                      scalar)
 from .common import call_name as _name
@@ -863,6 +863,7 @@ def lower_program(program: N.Program, names, Ctx) -> N.Program:
                     ret = N.Scalar("void", "void")
             body = it.body
             if body is not None:
+                body = dot_cols.lift(it, body, names)
                 body = lower_masks(body)
                 x.plan_scalars(body)
                 body = N.Block(_lower_body(x, body.stmts), loc=body.loc)
