@@ -157,3 +157,11 @@ def test_forwarded_read_in_range_needs_no_division(hi, in_range):
     read = text.split("s += ")[1].split(";")[0]
     assert ("%" not in read and "/" not in read) == in_range
     assert "B[" in read
+
+
+@pytest.mark.parametrize("to, want", [("cuda", "__dp4a("), ("hip", "__builtin_amdgcn_mfma_i32_16x16x16i8(")])
+def test_gemm_vnni_migrates_on_chip_and_verifies(to, want, tmp_path):
+    from xpiler.api import migrate
+    r = migrate(SRC, to=to, outdir=tmp_path / "o", perf=False)
+    assert r.verified and "emu:simt-cpu" in r.verdict.substrate
+    assert "__shared__" in r.code and "__syncthreads()" in r.code and want in r.code
