@@ -236,9 +236,11 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
                     raise XPError("XP4006", seq=ev["seq"], what=f"output of {ev['name']}", want=ev["out_hash"],
                                   got=_h(new_text))
                 derived.setdefault(ev["out_hash"], (new_prog, new_text))
-                if ev["out_hash"] in verified_hashes or ev.get("proposer") == "search":
+                if ev["out_hash"] in verified_hashes or ev.get("proposer") == "search" or ev.get("test") == "deferred":
                     # the tuner's chosen steps are one chain (in/out hashes checked here); its route
-                    # through loops passes programs it never tested on their own
+                    # through loops passes programs it never tested on their own; so does a plan's
+                    # deferred step (docs/passes.md, "Deferred tests"): a later step's test covers it,
+                    # and the output must still be a verified program (step 4)
                     prog, cur_text = new_prog, new_text
                 res.steps += 1
             elif ev["type"] == "repair" and ev.get("accepted"):

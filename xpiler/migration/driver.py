@@ -23,7 +23,7 @@ from ..source_text import read_source
 from ..spec import DIALECT_EXT, Spec, spec_to_toml
 from ..verify.tester import Verdict, compare_kernels
 from .outdir import MARKER as OUT_MARKER, OutDir, migration_inputs, migration_outputs
-from .pipeline import REQUIRE, alternatives, plans as default_plans
+from .pipeline import REQUIRE, alternatives, pass_params, plans as default_plans
 from ..schedule.plans import PlanStrategy
 from ..schedule.strategy import Outcome, PlanStart, Proposal, drive
 from ..schedule.step import StepContext, apply_step
@@ -748,7 +748,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         cur = source_stage
         last = max((k for k, (_, pp) in enumerate(plan) if pp.get(REQUIRE)), default=-1)
         for k, (pname, pparams) in enumerate(plan):
-            alts = alternatives({key: v for key, v in pparams.items() if key != REQUIRE})
+            alts = alternatives(pass_params(pparams))
             try:
                 for a, call in enumerate(alts):   # the first alternative that applies, as the plan takes it
                     try:
@@ -769,6 +769,50 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     bind_input = None   # the program the adopted binding step started from (the tuner's search root)
     refusals: list = []  # (pass, PassError, dialect of the program it refused): the XP4004 reason
     source_stage = stage
+    pending: list = []   # (Step, its input Stage): the plan's deferred steps since its last tested program
+
+    def adopt_pending():
+        """The program the deferred steps made verified: they are the plan's steps now."""
+        nonlocal bind_input
+        for st, before in pending:
+            steps.append(st)
+            if st.pass_name == "binding" and to in ("cuda", "hip"):
+                diags.extend(_runtime_array_notes(before, to, kspec, params))
+            if st.pass_name == "binding" and before.dialect != to:
+                bind_input = before
+        pending.clear()
+
+    def chain_failed(k, pname, v: Verdict, program_hash: str):
+        """The program the deferred steps led to failed its test: said (XP4310) and logged."""
+        why = v.failures[0].message if v.failures else "it failed its test"
+        diags.append(XPError("XP4310", steps=", ".join(st.pass_name for st, _ in pending), pass_name=pname,
+                             why=why))
+        log.event("note", what="deferred steps failed", step=k, pass_name=pname,
+                  steps=[st.pass_name for st, _ in pending], program_hash=program_hash)
+
+    def test_chain(k, pname):
+        """The plan's step ``k`` left the deferred steps' program as it was (refused, or nothing to
+        change): that program is tested here, as a tested step's would be."""
+        nonlocal verdict, verified_stage, best_failing
+        tag = f"step{k + 1}_{pname}_deferred"
+        if stage.hash not in tested:
+            tested[stage.hash], _ = test_stage(stage, tag)
+        else:
+            v = tested[stage.hash]
+            log.event("test", stage=tag, program_hash=stage.hash, dialect=stage.dialect, substrate=v.substrate,
+                      instances=v.instances, seeds=list(v.seeds), verified=v.verified,
+                      max_abs_error=v.max_abs_error, max_rel_error=v.max_rel_error, cached=True)
+        v = tested[stage.hash]
+        if v.verified:
+            adopt_pending()
+            verdict = v
+            if stage.dialect == to:
+                verified_stage = stage
+            return
+        verdict = verdict or v
+        if stage.dialect == to:
+            best_failing = (stage, v)
+        chain_failed(k, pname, v, stage.hash)
 
     def take_step(prop: Proposal) -> Outcome:
         """The evaluator of one proposed step: the symbolic rewrite and the LLM's candidates are
@@ -799,6 +843,19 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                       why=detail)
             log.event("note", what="internal error in a pass", pass_name=pname, error=detail,
                       traceback=traceback.format_exc(limit=8)[-4000:])
+        if prop.defer_test and policy is None and sym is not None:
+            # a deferred step (pipeline.DEFER_TEST): applied without a test; the plan's next tested
+            # step tests the program the chain made (replay re-applies it: the event's ``test``)
+            stage_texts.setdefault(sym.hash, sym.text)
+            log.event("pass", step=k, name=pname, params=pparams, proposer="symbolic", applied=True,
+                      in_hash=stage.hash, out_hash=sym.hash, dialect=sym.dialect, launch=sym.launch,
+                      test="deferred")
+            if sym.hash != stage.hash or sym.dialect != stage.dialect:
+                st = Step(pname, pparams, "symbolic", stage.hash, sym.hash)
+                sym.steps = stage.steps + (st,)
+                pending.append((st, stage))
+                stage = sym
+            return Outcome(verified_stage is not None)
         if policy is not None and k >= done_steps and not (isinstance(sym_error, AlternativeRefused)
                                                            and prop.alternatives_left):
             # (an alternative the pass refused, with others after it, is no step of its own for the LLM)
@@ -840,11 +897,16 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         if not candidates:
             if sym_error is not None and sym_error.code != "XP4002":
                 diags.append(sym_error)
+            if pending and not prop.defer_test and not (isinstance(sym_error, AlternativeRefused)
+                                                        and prop.alternatives_left):
+                test_chain(k, pname)
             return Outcome(verified_stage is not None, refused=sym_error)
         adopted = False
         for new, who, in_log in candidates:
             v = try_candidate(k, pname, pparams, stage, new, who, in_log)
             if v is None:
+                if pending:
+                    test_chain(k, pname)
                 adopted = True  # nothing changed
                 break
             if not v.verified and repair and new.dialect == to:
@@ -852,6 +914,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 if fixed is not None:
                     new, v = fixed
             if v.verified:
+                adopt_pending()   # (the deferred steps' program is part of this one)
                 step = Step(pname, pparams, who, stage.hash, new.hash)
                 new.steps = stage.steps + (step,)
                 steps.append(step)
@@ -879,6 +942,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 return Outcome(verified_stage is not None, cut=f"the test of the program after {pname} was cut")
             diags.append(XPError("XP4003", pass_name=pname,
                                  why=lv.failures[0].message if lv and lv.failures else "candidates failed their tests"))
+            if pending and lv is not None:
+                chain_failed(k, pname, lv, last[0].hash)
         return Outcome(verified_stage is not None)
 
     searcher = None   # the Evaluator of a search strategy's candidates (xpiler/schedule/evaluator.py)
@@ -892,6 +957,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                 say(f"trying plan {event.plan_no + 1}/{len(strategy.plans)}")
             stage = source_stage
             steps.clear()
+            pending.clear()
             return None
         if isinstance(event, Proposal):
             return take_step(event)

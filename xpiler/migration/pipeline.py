@@ -6,15 +6,23 @@ to detensorize, no SIMT indices to recover) raise ``PassError("XP4002")`` and ar
 ``plans(src, dst)`` lists alternative pipelines in order of preference: the driver runs the next
 one from the source when the previous did not reach a verified kernel in the target dialect.
 A plan with steps marked ``require`` is first probed (its passes applied without tests) and
-skipped when any of those steps does not apply. A step with ``alternatives`` stands for one
-step per parameter set, proposed in order until the pass takes one (loop recovery's
-normalizations: :data:`RECOVER`).
+skipped when any of those steps does not apply; such a plan may mark steps ``defer_test``
+(:data:`DEFER_TEST`), tested only with the program a later step makes. A step with
+``alternatives`` stands for one step per parameter set, proposed in order until the pass takes
+one (loop recovery's normalizations: :data:`RECOVER`).
 """
 from __future__ import annotations
 
 SIMT = ("cuda", "hip")
 #: a step parameter: the plan is only worth running when this step applies (probed without tests)
 REQUIRE = "require"
+#: a step parameter, in a probed plan (one with a ``require``d step): the step's program is not
+#: tested on its own; the plan's next tested step tests the program the steps made so far, with the
+#: full differential and reference test, and a plan whose chain fails that test reaches nothing (the
+#: next plan follows). A plan's last step is always tested (xpiler/schedule/plans.py; docs/passes.md)
+DEFER_TEST = "defer_test"
+#: the step parameters that are the plan's, never the pass's
+PLAN_KEYS = (REQUIRE, DEFER_TEST)
 #: a step parameter: parameter sets tried in order, each proposed as a step of its own (merged over
 #: the step's other parameters); the next is proposed only while the pass refuses the one before as
 #: an alternative that does not apply (``passes.base.AlternativeRefused``, XP4002), so the first
@@ -62,6 +70,17 @@ def _finish(dst: str) -> list[tuple[str, dict]]:
 
 def default_pipeline(src: str, dst: str) -> list[tuple[str, dict]]:
     return plans(src, dst)[0]
+
+
+def pass_params(params: dict) -> dict:
+    """A plan step's parameters without the plan's own (:data:`PLAN_KEYS`)."""
+    return {k: v for k, v in params.items() if k not in PLAN_KEYS}
+
+
+def deferred(plan: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """``plan`` with every step but the last marked :data:`DEFER_TEST`: only its final program is
+    tested (the plan must be probed, so it needs a ``require``d step)."""
+    return [(n, {**p, DEFER_TEST: True}) for n, p in plan[:-1]] + plan[-1:]
 
 
 def alternatives(params: dict) -> list[dict]:
@@ -180,7 +199,15 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # general plan follows unchanged when this one does not verify
         lanes = general[:2] + [("flatten_lanes", {REQUIRE: True})] + general[2:-1] + [
             ("tensorize", {"target": dst, REQUIRE: True})]
-        return [lanes, general]
+        # a row kernel with lane-array reductions and masked tails (softmax_avx512.c): helpers
+        # inlined, lane accumulators made scalars, each 16-wide loop joined with its masked tail
+        # (flatten_lanes rows=True), then NRAM rows and __bang_* ops. Probed through tensorize, and
+        # only its final program is tested (DEFER_TEST: with six tested steps the migration took
+        # 2-3x as long as today's plan); the general plan follows unchanged when it is skipped or its final program
+        # fails (docs/decisions.md, 2026-12-05 "softmax_avx512.c -> bang: one test per row plan")
+        rows = deferred(general[:2] + [("flatten_lanes", {"rows": True, REQUIRE: True})] + general[2:-1] + [
+            ("tensorize", {"target": dst, REQUIRE: True})])
+        return [lanes, rows, general]
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"}), ("cache", {"target": "c"}), gemm_c],
                 [("binding", {"target": "c"})] + _finish("c")]

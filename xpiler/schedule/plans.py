@@ -12,7 +12,10 @@ before as not applying (``AlternativeRefused``); each refusal is logged (the ``p
 note naming the next alternative). A plan with a ``require``d step is probed first (its passes applied
 without tests) and skipped when that step does not apply. The time budget is a wall-clock cap:
 a plan or a step that would start after it is not started, and what was not tried is said
-(XP4020) and logged. :class:`~xpiler.schedule.tune.MCTSStrategy` is the other strategy
+(XP4020) and logged. In a probed plan, a step marked ``defer_test`` is proposed with
+``Proposal.defer_test``: the driver applies it without a test, and the plan's next tested step
+(its last step always is) tests the program the chain made.
+:class:`~xpiler.schedule.tune.MCTSStrategy` is the other strategy
 (``--tune``), searching from the verified program the plans reached, through the same loop.
 """
 from __future__ import annotations
@@ -40,7 +43,7 @@ class PlanStrategy:
 
     def run(self) -> Generator:
         # (xpiler.migration imports the driver, which imports this)
-        from ..migration.pipeline import REQUIRE, alternatives
+        from ..migration.pipeline import DEFER_TEST, REQUIRE, alternatives, pass_params
         from ..passes.base import AlternativeRefused
         reached = False
         for plan_no, plan in enumerate(self.plans):
@@ -56,12 +59,15 @@ class PlanStrategy:
                 self.log.event("note", what="budget spent", cut=self.out_of_time, not_tried=left)
                 return
             yield PlanStart(plan_no, [p for p, _ in plan])
-            if any(p.get(REQUIRE) for _, p in plan):
+            probed = any(p.get(REQUIRE) for _, p in plan)
+            if probed:
                 why_not = self.probe(plan)
                 if why_not:
                     self.log.event("note", what="plan skipped", plan=plan_no, why=why_not)
                     continue   # a skipped plan numbers no steps
-                plan = [(n, {key: v for key, v in p.items() if key != REQUIRE}) for n, p in plan]
+            # a deferred test only in a probed plan, never at its last step (that test ends the chain)
+            defer = [probed and bool(p.get(DEFER_TEST)) and i + 1 < len(plan) for i, (_, p) in enumerate(plan)]
+            plan = [(n, pass_params(p)) for n, p in plan]
             for i, (pname, pparams) in enumerate(plan):
                 k = self.k_base + i
                 if time.time() >= self.deadline:
@@ -74,7 +80,7 @@ class PlanStrategy:
                 alts = alternatives(pparams)
                 for a, aparams in enumerate(alts):
                     outcome = yield Proposal(k, pname, aparams, plan_no, len(plan), [n for n, _ in plan[i + 1:]],
-                                             alternatives_left=len(alts) - a - 1)
+                                             alternatives_left=len(alts) - a - 1, defer_test=defer[i])
                     outcome = outcome or Outcome()
                     if a + 1 < len(alts) and isinstance(outcome.refused, AlternativeRefused):
                         self.log.event("note", what="alternative refused", step=k, pass_name=pname,

@@ -46,7 +46,9 @@ class Proposal:
     :func:`~xpiler.schedule.step.apply_step`), the tag of its test and the key of the program it
     was made from (``parent``); a plan's step that is one of several alternatives says how many
     follow it (``alternatives_left``: proposed, with the same ``k``, while this one is refused as
-    not applying); the untuned kernel itself is proposed with no pass (``pass_name``
+    not applying); ``defer_test``: a plan's step whose program is not tested on its own (the
+    plan's next tested step tests the chain; xpiler/schedule/plans.py); the untuned kernel
+    itself is proposed with no pass (``pass_name``
     empty) as the search's baseline. ``deadline`` (a ``time.time()`` value): the search's end;
     the evaluator cuts the program's test and timing to it (evaluator.py)."""
     k: int
@@ -60,6 +62,7 @@ class Proposal:
     parent: str = ""
     alternatives_left: int = 0
     deadline: float | None = None
+    defer_test: bool = False
 
 
 @dataclass
