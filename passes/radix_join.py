@@ -52,18 +52,18 @@ BUDGET_MS = 3000
 INT_T = N.Scalar("int32", "int")
 
 
-def _strip(e):
+def strip_int_casts(e):
     while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype.startswith(("int", "uint")):
         e = e.expr
     return e
 
 
-def _const(e):
-    e = _strip(e)
+def const_int(e):
+    e = strip_int_casts(e)
     return e.value if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) else None
 
 
-def _plain(stmts):
+def plain(stmts):
     return [s for s in stmts if not isinstance(s, (N.Comment, N.Pragma))]
 
 
@@ -75,7 +75,7 @@ def _names(node) -> set:
     return {n.name for n in walk(node) if isinstance(n, N.Var)}
 
 
-def _pure(e) -> bool:
+def pure(e) -> bool:
     for n in walk(e):
         if isinstance(n, (N.Call, N.Intrinsic, N.AssignExpr, N.Comma)):
             return False
@@ -86,19 +86,19 @@ def _pure(e) -> bool:
 
 def _canonical(f, binding_ok=False) -> bool:
     return isinstance(f, N.For) and (f.binding is None or binding_ok) and getattr(f, "cmp", "<") == "<" \
-        and _const(f.lo) == 0 and _const(f.step) == 1 and f.var_type is not None
+        and const_int(f.lo) == 0 and const_int(f.step) == 1 and f.var_type is not None
 
 
 def _int_scalar(t) -> bool:
     return isinstance(t, N.Scalar) and t.dtype.startswith(("int", "uint"))
 
 
-class _Terms(T.Terms):
+class Terms(T.Terms):
     def __init__(self):
         super().__init__(policy=T.REFUSE, names=lambda v: z3.Int(v.name) if isinstance(v, N.Var) else None)
 
 
-def _proved(facts, goal) -> bool:
+def proved(facts, goal) -> bool:
     s = smt.solver(BUDGET_MS)
     s.add(*facts)
     s.add(z3.Not(goal))
@@ -107,8 +107,8 @@ def _proved(facts, goal) -> bool:
 
 def guards(e) -> list:
     """The conditionals ``g ? x : 0`` that are factors of ``e`` (through integer casts and ``*``)."""
-    e = _strip(e)
-    if isinstance(e, N.Cond) and _const(e.else_) == 0:
+    e = strip_int_casts(e)
+    if isinstance(e, N.Cond) and const_int(e.else_) == 0:
         return [e]
     if isinstance(e, N.BinOp) and e.op == "*":
         return guards(e.lhs) + guards(e.rhs)
@@ -117,13 +117,13 @@ def guards(e) -> list:
 
 def _digit_sum(e, q, r, w) -> bool:
     """``e`` (casts ignored) is ``w*q + r`` in one of its spellings."""
-    e = _strip(e)
+    e = strip_int_casts(e)
     if not (isinstance(e, N.BinOp) and e.op == "+"):
         return False
     for a, v in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
-        a = _strip(a)
-        if _is_var(_strip(v), r) and isinstance(a, N.BinOp) and a.op == "*":
-            if (_const(a.lhs) == w and _is_var(_strip(a.rhs), q)) or (_const(a.rhs) == w and _is_var(_strip(a.lhs), q)):
+        a = strip_int_casts(a)
+        if _is_var(strip_int_casts(v), r) and isinstance(a, N.BinOp) and a.op == "*":
+            if (const_int(a.lhs) == w and _is_var(strip_int_casts(a.rhs), q)) or (const_int(a.rhs) == w and _is_var(strip_int_casts(a.lhs), q)):
                 return True
     return False
 
@@ -193,13 +193,13 @@ class Joiner:
         return True
 
     def invariant(self, e) -> bool:
-        return _pure(e) and not (_names(e) & self.assigned)
+        return pure(e) and not (_names(e) & self.assigned)
 
     def facts_for(self, names) -> list:
         """``Q == init`` for constant declarations among ``names`` (recursively) with pure,
         never-assigned initialisers."""
         out, seen, todo = [], set(), list(names)
-        tm = _Terms()
+        tm = Terms()
         while todo:
             v = todo.pop()
             if v in seen:
@@ -220,14 +220,14 @@ class Joiner:
         if not _canonical(f):
             return None
         q, Q = f.var, f.hi
-        body = _plain(f.body.stmts)
+        body = plain(f.body.stmts)
         if not body or not self.invariant(Q):
             return None
         *lets, inner = body
-        if not (_canonical(inner) and _const(inner.hi) is not None and _const(inner.hi) > 0):
+        if not (_canonical(inner) and const_int(inner.hi) is not None and const_int(inner.hi) > 0):
             return None
-        r, W = inner.var, _const(inner.hi)
-        ib = _plain(inner.body.stmts)
+        r, W = inner.var, const_int(inner.hi)
+        ib = plain(inner.body.stmts)
         if len(ib) != 1 or not isinstance(ib[0], N.Assign) or ib[0].op != "+=" or not isinstance(ib[0].target, N.Var):
             return None
         upd = ib[0]
@@ -235,11 +235,11 @@ class Joiner:
         if not _int_scalar(self.types.get(acc)) or acc in (q, r):
             return None
         E = upd.value
-        if not _pure(E) or acc in _names(E) or not self.integer(E):
+        if not pure(E) or acc in _names(E) or not self.integer(E):
             return None
         env = {}
         for d in lets:
-            if not (isinstance(d, N.Decl) and _int_scalar(d.type) and d.init is not None and _pure(d.init)):
+            if not (isinstance(d, N.Decl) and _int_scalar(d.type) and d.init is not None and pure(d.init)):
                 return None
             if d.name in self.assigned or (_names(d.init) - {q} - set(env)) & self.assigned:
                 return None
@@ -261,14 +261,14 @@ class Joiner:
         # the bound: a guard that reads ``k < X`` once its digits are joined
         X = None
         for g in gs:
-            c = _strip(rewrite(g.cond, to_k))
-            if isinstance(c, N.BinOp) and c.op == "<" and isinstance(_strip(c.lhs), N.Var) and _strip(c.lhs).name == k \
+            c = strip_int_casts(rewrite(g.cond, to_k))
+            if isinstance(c, N.BinOp) and c.op == "<" and isinstance(strip_int_casts(c.lhs), N.Var) and strip_int_casts(c.lhs).name == k \
                     and self.invariant(c.rhs) and not ({q, r, k} & _names(c.rhs)):
                 X = c.rhs
                 break
         if X is None:
             return None
-        tm = _Terms()
+        tm = Terms()
         try:
             zq, zr, zQ, zX = z3.Int(q), z3.Int(r), tm.int(Q), tm.int(X)
             conds = [tm.bool(g.cond) for g in gs]
@@ -276,9 +276,9 @@ class Joiner:
             return None
         facts = self.facts_for(_names(Q) | _names(X))
         rng = [zq >= 0, zq < zQ, zr >= 0, zr < W]
-        if not _proved(facts + rng, z3.And(*conds) == (W * zq + zr < zX)):
+        if not proved(facts + rng, z3.And(*conds) == (W * zq + zr < zX)):
             return None
-        if not _proved(facts, z3.Or(zX <= 0, zX <= W * zQ)):
+        if not proved(facts, z3.Or(zX <= 0, zX <= W * zQ)):
             return None
         new_upd = upd.with_(value=E2)
         return N.For(k, N.Const(0, "int32", "0"), X, N.Const(1, "int32", "1"), N.Block((new_upd,)),

@@ -64,73 +64,22 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
-from xpiler.ir import smt
 from xpiler.ir import z3term as T
 from xpiler.ir.visit import substitute, walk
 
-from .common import b, c, cast, decl, loop, scalar
+from ..radix_join import Terms as _Terms, const_int as _const, plain as _plain, proved as _proved, pure as _pure
+from ..radix_join import strip_int_casts as _strip
+from .chunk_tail import _assigned
+from .common import b, c, cast, loop, scalar
 from .common import call_name as _name
 
 U32, I32, U8, I8 = scalar("uint32"), scalar("int32"), scalar("uint8"), scalar("int8")
 ZERO = ("_mm512_setzero_si512", "_mm512_setzero_epi32")
 BYTE_TYPES = ("int8", "uint8")
-BUDGET_MS = 2000
-
-
-def _plain(stmts):
-    return [s for s in stmts if not isinstance(s, (N.Comment, N.Pragma))]
 
 
 def _uses(node, name) -> int:
     return sum(1 for n in walk(node) if isinstance(n, N.Var) and n.name == name)
-
-
-def _strip(e):
-    while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype.startswith(("int", "uint")):
-        e = e.expr
-    return e
-
-
-def _const(e):
-    e = _strip(e)
-    return e.value if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool) else None
-
-
-def _assigned(node) -> set:
-    out = set()
-    for n in walk(node):
-        t = n.target if isinstance(n, (N.Assign, N.AssignExpr)) else \
-            n.operand if isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&") else None
-        while isinstance(t, (N.Index, N.Member)):
-            t = t.base
-        if isinstance(t, N.Var):
-            out.add(t.name)
-        if isinstance(n, N.For):
-            out.add(n.var)
-    return out
-
-
-def _pure(e) -> bool:
-    for n in walk(e):
-        if isinstance(n, (N.Call, N.Intrinsic, N.AssignExpr, N.Comma)):
-            return False
-        if isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--", "&"):
-            return False
-    return True
-
-
-class _Terms(T.Terms):
-    """Integer terms over free variables named as in the program (casts read through)."""
-
-    def __init__(self):
-        super().__init__(policy=T.REFUSE, names=lambda v: z3.Int(v.name) if isinstance(v, N.Var) else None)
-
-
-def _proved(facts, goal) -> bool:
-    s = smt.solver(BUDGET_MS)
-    s.add(*facts)
-    s.add(z3.Not(goal))
-    return s.check() == z3.unsat
 
 
 def _split_pointer(e, types):
