@@ -232,7 +232,9 @@ def test_softmax_avx512_to_cuda_verifies_in_the_row_block_form(tmp_path):
     passes = [e["name"] for e in events if e["type"] == "pass" and e.get("applied")]
     assert passes[:3] == ["detensorize", "flatten_lanes", "binding"], passes
     tests = [e for e in events if e["type"] == "test" and e.get("stage") == "step4_binding_symbolic"]
-    assert tests and tests[0]["verified"] and tests[0]["substrate"] == "emu:simt-cpu"
+    # the emulator always runs it; on a machine with an NVIDIA GPU the GPU runs it too
+    # ("hw:<gpu> + emu:simt-cpu")
+    assert tests and tests[0]["verified"] and tests[0]["substrate"].split(" + ")[-1] == "emu:simt-cpu"
 
 
 def test_the_probe_and_the_run_flatten_once():
