@@ -296,6 +296,8 @@ def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_na
         raise PassError(pass_name, f"tile {T}: a block of {T}x{T} threads exceeds 1024 threads", ct.root)
     need = T * T * (U.ELEM_BYTES[ct.dtypes["A"]] + (0 if ct.per_row else U.ELEM_BYTES[ct.dtypes["B"]])) * \
         (2 if double else 1)
+    if ct.per_row:                   # the k-offset table of the split per-row form (cuda)
+        need += ST.rowvec_split_bytes(ct, program.dialect, T)
     have = U.static_bytes(program, func, "shared")
     if have + need > U.SHARED_BYTES:
         raise PassError(pass_name, f"tile {T}: buffers '{ct.A}'/'{ct.B}' need {have + need} bytes of shared "
@@ -337,10 +339,11 @@ def plan_wide(program: N.Program, entry: str, tile, tile_n, thread_tile, bk, vec
     why = RT.check_wide(ct, BM, BN, TM, TN, BK, prefetch)
     if why:
         raise PassError(pass_name, f"kernel '{entry}': {why}", ct.root, "XP4001")
-    need = RT.wide_shared_bytes(BM, BN, BK)
+    bt = RT.b_by_k(ct, program.dialect)          # B staged k-fastest (its rows padded)
+    need = RT.wide_shared_bytes(BM, BN, BK, bt)
     from .patterns import simt_kparts as KP
     if KP.applies(program.dialect, prefetch):    # the k-offset tables of the split loaders
-        need += KP.table_bytes(KP.splits(ct, BK, BN, (BM // TM) * (BN // TN)))
+        need += KP.table_bytes(KP.splits(ct, BK, BN, (BM // TM) * (BN // TN), bt))
     have = U.static_bytes(program, ct.func, "shared")
     if have + need > U.SHARED_BYTES:
         raise PassError(pass_name, f"tile {BM}x{BN}x{BK}: {have + need} bytes of shared memory, more than "

@@ -169,8 +169,18 @@ def check_wide(ct, BM: int, BN: int, TM: int, TN: int, BK: int, prefetch: bool =
     return None
 
 
-def wide_shared_bytes(BM: int, BN: int, BK: int) -> int:
-    return 4 * BK * (wide_pad(BM) + BN)
+def b_by_k(ct, dialect: str) -> bool:
+    """Stage B k-fastest: B's index is proven stride 1 along k (``simt_kparts.k_contiguous``:
+    the weight [Cout][KH][KW][Cin] of conv2d_nhwc, a gemm B given transposed), so the loader maps
+    ``t % BK`` to k and ``t / BK`` to the column (a warp reads runs of BK consecutive floats instead
+    of 32 columns K floats apart) and stores the slice transposed, k-major with rows padded by 4
+    as the A side does. Otherwise (B[k*N + j], or not proven) the column is the fast index, as
+    before. cuda only: the hip forms are kept as they were (not measured on an AMD card)."""
+    return dialect == "cuda" and KP.k_contiguous(ct, "B")
+
+
+def wide_shared_bytes(BM: int, BN: int, BK: int, bk_fast: bool = False) -> int:
+    return 4 * BK * (wide_pad(BM) + (wide_pad(BN) if bk_fast else BN))
 
 
 def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, prefetch: bool = False) -> str:
@@ -187,6 +197,8 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else ST.N.Const(0, "int32", "0")
     PA = wide_pad(BM)
+    BT = b_by_k(ct, dialect)
+    PB = wide_pad(BN) if BT else BN     # row length of the B slice in shared memory
     comp = ("x", "y", "z", "w")
 
     # a half operand is converted to float as it is staged (check_wide: that is all its
@@ -201,7 +213,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
 
     # prefetch: operand indices proven separable into a row part (per block) and a k part (k
     # itself, or a shared table), so the loads do no division (passes/patterns/simt_kparts.py)
-    sp = KP.splits(ct, BK, BN, NT) if KP.applies(dialect, prefetch) else {}
+    sp = KP.splits(ct, BK, BN, NT, BT) if KP.applies(dialect, prefetch) else {}
 
     def split_load(which, k, row):
         """The load of ``which`` at (row, k) with the split index; ``row`` names the thread's
@@ -222,7 +234,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
                 f"{staged('A', load)} : 0.0f")
 
     def b_val(k0):
-        load = split_load("B", f"{k0} + xp_r", "xp_rb") if "B" in sp else \
+        load = split_load("B", f"{k0} + xp_r", "xp_rb[xp_u]" if BT else "xp_rb") if "B" in sp else \
             E.load('B', b, f'{k0} + xp_r', 'xp_j0 + xp_c')
         return (f"({k0} + xp_r < {Kx} && xp_j0 + xp_c < {Nx}) ? "
                 f"{staged('B', load)} : 0.0f")
@@ -231,18 +243,25 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
         return [f"const int xp_r = {t} / {BK};", f"const int xp_c = {t} % {BK};"]
 
     def b_rc(t):
+        if BT:          # k fastest: the stride-1 index of B
+            return [f"const int xp_r = {t} % {BK};", f"const int xp_c = {t} / {BK};"]
         return [f"const int xp_r = {t} / {BN};", f"const int xp_c = {t} % {BN};"]
+
+    def b_store(t, val):
+        if BT:
+            return b_rc(t) + [f"xp_Bs[xp_r * {PB} + xp_c] = {val};"]
+        return [f"xp_Bs[{t}] = {val};"]
 
     def ind(lines, n):
         return [" " * n + ln for ln in lines]
     L = [f"__shared__ __align__(16) float xp_As[{BK * PA}];",
-         f"__shared__ __align__(16) float xp_Bs[{BK * BN}];",
+         f"__shared__ __align__(16) float xp_Bs[{BK * PB}];",
          "const int xp_tx = threadIdx.x;", "const int xp_ty = threadIdx.y;",
          f"const int xp_tid = xp_ty * {SX} + xp_tx;"]
     L += [f"__shared__ int xp_kt{w}[{KP.TABLE_CAP}];" for w, s in sp.items() if s.kind == "table"]
     head = len(L)
     L += [f"const int xp_i0 = blockIdx.y * {BM};", f"const int xp_j0 = blockIdx.x * {BN};"]
-    L += split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT)
+    L += split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, BT)
     L += [f"float xp_acc[{TM}][{TN}];",
           "#pragma unroll",
           f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
@@ -264,8 +283,10 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
         L += [f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {BK}) {{",
               "    #pragma unroll", f"    for (int xp_u = 0; xp_u < {NA}; ++xp_u) {{"]
         L += ind(a_rc(f"(xp_tid + xp_u * {NT})") + [f"xp_As[xp_c * {PA} + xp_r] = xp_pa[xp_u];"], 8) + ["    }"]
-        L += ["    #pragma unroll", f"    for (int xp_u = 0; xp_u < {NB}; ++xp_u) {{",
-              f"        xp_Bs[xp_tid + xp_u * {NT}] = xp_pb[xp_u];", "    }",
+        L += ["    #pragma unroll", f"    for (int xp_u = 0; xp_u < {NB}; ++xp_u) {{"]
+        L += ind(b_store(f"(xp_tid + xp_u * {NT})", "xp_pb[xp_u]") if BT else
+                 [f"xp_Bs[xp_tid + xp_u * {NT}] = xp_pb[xp_u];"], 8)
+        L += ["    }",
               "    __syncthreads();",
               f"    if (xp_k0 + {BK} < {Kx}) {{"]
         L += ind(fetch(f"(xp_k0 + {BK})"), 8) + ["    }"]
@@ -275,7 +296,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
               f"    for (int xp_t = xp_tid; xp_t < {BM * BK}; xp_t += {NT}) {{"]
         L += ind(a_rc("xp_t") + [f"xp_As[xp_c * {PA} + xp_r] = {a_val('xp_k0')};"], 8) + ["    }"]
         L += ["    #pragma unroll", f"    for (int xp_t = xp_tid; xp_t < {BK * BN}; xp_t += {NT}) {{"]
-        L += ind(b_rc("xp_t") + [f"xp_Bs[xp_t] = {b_val('xp_k0')};"], 8) + ["    }"]
+        L += ind(b_rc("xp_t") + b_store("xp_t", b_val('xp_k0'))[-1:], 8) + ["    }"]
         L += ["    __syncthreads();"]
     L += ["    #pragma unroll",
           f"    for (int xp_kk = 0; xp_kk < {BK}; ++xp_kk) {{",
@@ -288,7 +309,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     L += ["        }",
           "        #pragma unroll",
           f"        for (int xp_v = 0; xp_v < {NV}; ++xp_v) {{",
-          f"            const float4 xp_b4 = ((const float4 *)xp_Bs)[xp_kk * {BN // VEC} + xp_tx + xp_v * {SX}];"]
+          f"            const float4 xp_b4 = ((const float4 *)xp_Bs)[xp_kk * {PB // VEC} + xp_tx + xp_v * {SX}];"]
     L += [f"            xp_bv[xp_v * 4 + {q}] = {used('B', f'xp_b4.{c}')};" for q, c in enumerate(comp)]
     L += ["        }",
           "        #pragma unroll",
@@ -315,7 +336,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     return ST._batched(ct, E, L, head)
 
 
-def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT) -> list:
+def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, b_k=False) -> list:
     """Per block: the k-offset tables of the table splits (filled, then one ``__syncthreads_or``
     that also says whether every entry fitted an int), and the row-part registers of the thread
     (A: one per prefetched row; B: its one column). Row parts are computed only for rows / columns
@@ -343,7 +364,15 @@ def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT) -> list:
               f"    xp_ra[xp_u] = (xp_i0 + xp_r < {Mx} && 0 < {Kx}) ? "
               f"{KP.row_part(E, ct, 'A', b, 'xp_i0 + xp_r')} : 0;",
               "}"]
-    if "B" in sp:
+    if "B" in sp and b_k:          # B loaded k-fastest: one row part per prefetched column
+        L += [f"long xp_rb[{BK * BN // NT}];",
+              "#pragma unroll",
+              f"for (int xp_u = 0; xp_u < {BK * BN // NT}; ++xp_u) {{",
+              f"    const int xp_c = (xp_tid + xp_u * {NT}) / {BK};",
+              f"    xp_rb[xp_u] = (xp_j0 + xp_c < {Nx} && 0 < {Kx}) ? "
+              f"{KP.row_part(E, ct, 'B', b, 'xp_j0 + xp_c')} : 0;",
+              "}"]
+    elif "B" in sp:
         L += [f"const long xp_rb = (xp_j0 + xp_tid % {BN} < {Nx} && 0 < {Kx}) ? "
               f"{KP.row_part(E, ct, 'B', b, f'xp_j0 + xp_tid % {BN}')} : 0;"]
     return L

@@ -558,12 +558,15 @@ def tiled_body(ct: Contraction, dialect: str, T: int, double: bool = False, dp4a
     return _batched(ct, E, L, head)
 
 
-def rowvec_body(ct: Contraction, dialect: str, T: int) -> str:
+def rowvec_body(ct: Contraction, dialect: str, T: int, cols: int | None = None) -> str:
     """The per-row form (``ct.per_row``, depthwise): a block of TxT threads computes T*T columns
     of one row; the row's A slice (the filter) is staged T*T elements at a time in ``xp_Ws``
     (shared memory / LDS) between barriers and read by every thread, B is read from global memory.
     Rows run over blockIdx.y (stride gridDim.y), the batch over blockIdx.z; each thread sums k in
-    the source's increasing order with no padding term."""
+    the source's increasing order with no padding term. On cuda, when B's index is proven
+    separable (:func:`rowvec_split`), the split form :func:`rowvec_split_body` is used instead."""
+    if rowvec_split(ct, dialect) is not None:
+        return rowvec_split_body(ct, dialect, T, ROWVEC_COLS if cols is None else cols)
     E = Emit(ct, dialect)
     ta, acc_t = CTYPE[ct.dtypes["A"]], CTYPE[ct.acc_dtype]
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
@@ -595,10 +598,95 @@ def rowvec_body(ct: Contraction, dialect: str, T: int) -> str:
     return _batched(ct, E, L, head)
 
 
-def launch_rowvec(ct: Contraction, dialect: str, T: int) -> dict:
-    """Grid of :func:`rowvec_body`: T*T columns per block in x, one row per block in y."""
+#: columns per thread of the split per-row form (register blocking along the output row)
+ROWVEC_COLS = 2
+
+
+def rowvec_split(ct: Contraction, dialect: str):
+    """The split of B's index in the per-row form (passes/patterns/simt_kparts.py, proven with
+    Z3): ``f(b, i, j, k) == f(b, i, j, 0) + g(k)``, g the same for every (b, i, j) in range
+    (depthwise: ``g(k) = (k / KW) * W + k % KW``). None: not proven, or not cuda (the hip form is
+    kept as it was, not measured on an AMD card)."""
+    if dialect != "cuda" or not ct.per_row:
+        return None
+    from . import simt_kparts as KP
+    return KP.split(ct, "B")
+
+
+def rowvec_split_bytes(ct: Contraction, dialect: str, T: int) -> int:
+    """Shared memory the split per-row form adds: the k-offset table (64-bit entries)."""
+    s = rowvec_split(ct, dialect)
+    return 8 * T * T if s is not None and s.kind == "table" else 0
+
+
+def rowvec_split_body(ct: Contraction, dialect: str, T: int, cols: int) -> str:
+    """The per-row form with B's index split (:func:`rowvec_split`): each thread owns ``cols``
+    columns ``j + q * T*T`` of its row and keeps their row parts ``f(b, i, j, 0)`` in registers
+    (computed once per row, only for columns inside the row); per slice of T*T taps the block
+    stages the filter and, for a table split, the k offsets ``g(k)`` (``long``, computed at column
+    0 of the row, valid since g does not depend on the column), so the tap loop does no division:
+    ``acc[q] += w[kk] * B[row[q] + g[kk]]``. Every column sums k in increasing order from zero
+    with the source's products: the result of :func:`rowvec_body`'s loop."""
+    from . import simt_kparts as KP
+    sp = rowvec_split(ct, dialect)
+    E = Emit(ct, dialect)
+    ta, acc_t = CTYPE[ct.dtypes["A"]], CTYPE[ct.acc_dtype]
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    TT = T * T
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    table = sp.kind == "table"
+    L = [f"__shared__ {ta} xp_Ws[{TT}];"] + ([f"__shared__ long xp_Kt[{TT}];"] if table else []) + \
+        [f"const int xp_t = threadIdx.y * {T} + threadIdx.x;"]
+    head = len(L)
+    a = E.op("A", "xp_Ws[xp_kk]")
+    off = "xp_Kt[xp_kk]" if table else "(xp_k0 + xp_kk)"
+    bb = E.op("B", f"{ct.B}[xp_rp[xp_q] + {off}]")
+    L += [f"for (int xp_i = blockIdx.y; xp_i < {Mx}; xp_i += gridDim.y) {{",
+          f"    const int xp_j = blockIdx.x * {TT * cols} + xp_t;",
+          f"    long xp_rp[{cols}];",
+          f"    {acc_t} xp_acc[{cols}];",
+          "    #pragma unroll",
+          f"    for (int xp_q = 0; xp_q < {cols}; ++xp_q) {{",
+          f"        xp_rp[xp_q] = (xp_j + xp_q * {TT} < {Nx} && 0 < {Kx}) ? "
+          f"{KP.row_part(E, ct, 'B', b, f'xp_j + xp_q * {TT}', i='xp_i')} : 0;",
+          "        xp_acc[xp_q] = 0;",
+          "    }",
+          f"    for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += {TT}) {{",
+          f"        xp_Ws[xp_t] = xp_k0 + xp_t < {Kx} ? {E.load('A', b, 'xp_i', 'xp_k0 + xp_t')} : "
+          f"{_zero(ct.dtypes['A'])};"]
+    if table:
+        zero = N.Const(0, "int32", "0")
+        L += [f"        xp_Kt[xp_t] = (xp_k0 + xp_t < {Kx} && 0 < {Nx}) ? "
+              f"{KP.k_part(E, ct, 'B', b, zero, 'xp_k0 + xp_t', i='xp_i')} : 0;"]
+    L += ["        __syncthreads();",
+          f"        const int xp_kn = {Kx} - xp_k0 < {TT} ? {Kx} - xp_k0 : {TT};",
+          "        for (int xp_kk = 0; xp_kk < xp_kn; ++xp_kk) {",
+          "            #pragma unroll",
+          f"            for (int xp_q = 0; xp_q < {cols}; ++xp_q) {{",
+          f"                if (xp_j + xp_q * {TT} < {Nx}) {{",
+          f"                    xp_acc[xp_q] += {a} * {bb};",
+          "                }",
+          "            }",
+          "        }",
+          "        __syncthreads();",
+          "    }",
+          "    #pragma unroll",
+          f"    for (int xp_q = 0; xp_q < {cols}; ++xp_q) {{",
+          f"        if (xp_j + xp_q * {TT} < {Nx}) {{",
+          f"            {ct.C}[{E.e(ct.c_idx, b=b, i='xp_i', j=f'xp_j + xp_q * {TT}')}] = xp_acc[xp_q];",
+          "        }",
+          "    }",
+          "}"]
+    return _batched(ct, E, L, head)
+
+
+def launch_rowvec(ct: Contraction, dialect: str, T: int, cols: int | None = None) -> dict:
+    """Grid of :func:`rowvec_body`: T*T columns per block in x (times the columns per thread of
+    the split form), one row per block in y."""
     from xpiler.printers import printer_for
-    out = launch(ct, dialect, T, T, T, T * T)
+    if rowvec_split(ct, dialect) is None:
+        cols = 1
+    out = launch(ct, dialect, T, T, T, T * T * (ROWVEC_COLS if cols is None else cols))
     out["grid"][1] = printer_for(dialect).expr(_over_params(ct, ct.M))
     return out
 
