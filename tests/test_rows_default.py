@@ -1,6 +1,6 @@
 """Row kernels to cuda / hip bind one block per row by default (issues 13, 15): the default plans
 (xpiler/migration/pipeline.py: ``row_plans``) start with binding(rows="block", reduce="shuffle",
-block=256, row_kernel=True), probed; the row-kernel rule (passes/block_rows.py:
+block=128, row_kernel=True), probed; the row-kernel rule (passes/block_rows.py:
 ``check_row_kernel``) refuses elementwise and window kernels with XP4002, and the plans after it
 (today's binding) take them unchanged."""
 from __future__ import annotations
@@ -51,10 +51,10 @@ def test_other_directions_have_no_row_plan(src, dst):
 def test_softmax_c_row_kernel_binding():
     prog = parse_file(EXAMPLES / "softmax" / "softmax.c")
     out, launch = binding.apply(prog, entry="softmax", target="cuda", **ROWS)
-    assert launch == {"grid": ["rows", 1, 1], "block": [256, 1, 1]}
+    assert launch == {"grid": ["rows", 1, 1], "block": [128, 1, 1]}
     assert {n.var: n.binding for n in walk(out.func("softmax")) if isinstance(n, N.For)}["r"] == "blockIdx.x"
     text = print_program(out)
-    assert "__shfl_xor_sync(0xffffffffu" in text and "xp_red_m[8]" in text
+    assert "__shfl_xor_sync(0xffffffffu" in text and "xp_red_m[4]" in text     # one slot per warp
 
 
 ELEMENTWISE_2D = """void k(const float* x, float* y, int rows, int cols)
@@ -108,7 +108,7 @@ ROW_SUM = SHORT_ROW.replace("int rows)", "int rows, int cols)").replace("c < 16"
 @pytest.mark.parametrize("src,words", [
     (ELEMENTWISE_2D, "no column loop of loop 'r' reduces the row"),   # a map keeps its grid-stride form
     (WINDOW, "column loop 'a' nests a loop (a window, not a row)"),  # pooling / convolution windows
-    (SHORT_ROW, "runs 16 times, fewer than the block's 256 threads"),
+    (SHORT_ROW, "runs 16 times, fewer than the block's 128 threads"),
     (FLAT_OUTPUTS, "loop 'idx' is taken apart by '/'"),                # a matmul, one output per row
 ])
 def test_the_row_kernel_rule_refuses_as_an_alternative(src, words):
@@ -121,7 +121,7 @@ def test_the_row_kernel_rule_refuses_as_an_alternative(src, words):
 
 def test_row_kernel_rule_holds_for_a_row_sum():
     out, launch = binding.apply(parse_text(ROW_SUM, "c", "k.c"), entry="k", target="hip", **ROWS)
-    assert launch["block"] == [256, 1, 1] and "__shfl_xor(" in print_program(out)
+    assert launch["block"] == [128, 1, 1] and "__shfl_xor(" in print_program(out)
 
 
 def test_illegal_row_binding_is_an_alternative_refusal_too():

@@ -162,9 +162,9 @@ def test_softmax_avx512_becomes_three_scalar_row_loops_and_binds_one_block_per_r
     assert "if (tail)" not in body and "[16]" not in body and "exp_nonpositive_ps(" not in body, body
     assert "float vmax = (float)NEG_BIG;" in body and "vsum = vsum + e;" in body, body
     bound, launch = get("binding").apply(out, entry="softmax", target="cuda", **ROWS)
-    assert launch["block"] == [256, 1, 1]
+    assert launch["block"] == [128, 1, 1]
     cu = print_program(bound)
-    assert "xp_red_vmax[8]" in cu and "xp_red_vsum[8]" in cu and "__shfl_xor_sync(0xffffffffu" in cu, cu
+    assert "xp_red_vmax[4]" in cu and "xp_red_vsum[4]" in cu and "__shfl_xor_sync(0xffffffffu" in cu, cu
     # without the step the row binding is refused (a lane array in the row body)
     with pytest.raises(PassError) as ei:
         get("binding").apply(_det("softmax_avx512.c", "softmax"), entry="softmax", target="cuda", **ROWS)
@@ -223,7 +223,7 @@ def test_softmax_avx512_to_cuda_verifies_in_the_row_block_form(tmp_path):
     r = migrate(EXAMPLES / "softmax" / "softmax_avx512.c", "cuda", outdir=out, jobs=1, perf=False)
     assert r.verified
     text = r.output_path.read_text()
-    assert "xp_red_vmax[8]" in text and "xp_red_vsum[8]" in text and "__shfl_xor_sync(0xffffffffu" in text
+    assert "xp_red_vmax[4]" in text and "xp_red_vsum[4]" in text and "__shfl_xor_sync(0xffffffffu" in text
     assert "threadIdx.x" in text and not re.search(r"\b(vmax|vsum)\[", text)
     events = [json.loads(x) for x in (out / "provenance.jsonl").read_text().splitlines()[1:]]
     # the plain row plan is refused (lane arrays in the row body), this one is taken

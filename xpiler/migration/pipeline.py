@@ -30,11 +30,12 @@ PLAN_KEYS = (REQUIRE, DEFER_TEST)
 ALTERNATIVES = "alternatives"
 #: the register-tiled AVX-512 gemm's tile in the default c plans (docs/decisions.md, 2026-12-04)
 GEMM_C = {"micro": "6x32", "kc": 256}
-#: a row kernel's binding in the default cuda / hip plans: one block of 256 threads per row, its
+#: a row kernel's binding in the default cuda / hip plans: one block of 128 threads per row, its
 #: reductions folded by warp shuffles (passes/block_rows.py, warp_reduce.py); ``row_kernel``: only
 #: where the row-kernel rule holds (block_rows.check_row_kernel), else refused (XP4002) and the plan
-#: skipped (docs/decisions.md, 2026-12-05 "Row kernels bind one block per row by default")
-ROWS = {"rows": "block", "reduce": "shuffle", "block": 256, "row_kernel": True}
+#: skipped (docs/decisions.md, 2026-12-05 "Row kernels bind one block per row by default"; the
+#: block size: 2026-12-05, fourteenth session, "Rows at block 128")
+ROWS = {"rows": "block", "reduce": "shuffle", "block": 128, "row_kernel": True}
 
 
 def _cache(dst: str, **extra) -> tuple[str, dict]:
