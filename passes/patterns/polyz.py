@@ -1,7 +1,8 @@
 """Integer polynomials over IR expressions and a Z3 front end: what the normalization steps
 (passes/untile.py, passes/unblock.py) use to compare subscripts and prove facts under loop ranges.
 
-``poly`` reads ``+ - *`` (casts stripped) into ``{monomial: coefficient}``; ``Z`` maps integer
+``poly`` reads ``+ - *`` (integer casts stripped) into ``{monomial: coefficient}`` over variable
+names with the one polynomial model of the analyses (:mod:`xpiler.ir.poly`); ``Z`` maps integer
 expressions and comparisons to Z3 with C's truncating ``/`` and ``%``; ``_valid(hyps, goal)`` is
 true only when Z3 proves the goal (a timeout counts as not proven)."""
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly as P
 from xpiler.ir import smt
+from xpiler.ir.poly import NotPoly  # noqa: F401  (what the normalization steps catch)
 from xpiler.ir import z3term as T
 
 from . import common as U
@@ -19,84 +22,26 @@ class Refused(T.Untranslatable):
     """What the provers raise for a term they do not read (``why``, ``node``)."""
 
 
-class NotPoly(Exception):
-    pass
+class _Names(P.Reader):
+    """The provers' reading: integer casts read through, leaves are variable names (a
+    :class:`_PolyExpr` gives the polynomial it holds), anything else is :class:`NotPoly`."""
+
+    def known(self, e):
+        return dict(e.p) if isinstance(e, _PolyExpr) else None
+
+    def strip(self, e):
+        return U.strip_casts(e)
+
+    def leaf(self, e):
+        if isinstance(e, N.Var):
+            return {(e.name,): 1}
+        raise NotPoly()
 
 
-def poly(e) -> dict:
-    """{monomial (sorted var names): int coefficient} of an integer expression (+, -, *, casts)."""
-    if isinstance(e, _PolyExpr):
-        return dict(e.p)
-    e = U.strip_casts(e)
-    if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return {(): e.value} if e.value else {}
-    if isinstance(e, N.Var):
-        return {(e.name,): 1}
-    if isinstance(e, N.UnOp) and e.op in ("-", "+"):
-        p = poly(e.operand)
-        return {m: -c for m, c in p.items()} if e.op == "-" else p
-    if isinstance(e, N.BinOp) and e.op in ("+", "-", "*"):
-        a, b = poly(e.lhs), poly(e.rhs)
-        if e.op == "*":
-            out = {}
-            for ma, ca in a.items():
-                for mb, cb in b.items():
-                    m = tuple(sorted(ma + mb))
-                    out[m] = out.get(m, 0) + ca * cb
-        else:
-            out = dict(a)
-            for m, c in b.items():
-                out[m] = out.get(m, 0) + (c if e.op == "+" else -c)
-        return {m: c for m, c in out.items() if c}
-    raise NotPoly()
-
-
-def pvars(p) -> set:
-    return {v for m in p for v in m}
-
-
-def psub(p, v, q) -> dict:
-    """p with variable v replaced by polynomial q."""
-    out = {}
-    for m, c in p.items():
-        k = m.count(v)
-        rest = tuple(x for x in m if x != v)
-        term = {rest: c}
-        for _ in range(k):
-            nt = {}
-            for mt, ct in term.items():
-                for mq, cq in q.items():
-                    mm = tuple(sorted(mt + mq))
-                    nt[mm] = nt.get(mm, 0) + ct * cq
-            term = nt
-        for mt, ct in term.items():
-            out[mt] = out.get(mt, 0) + ct
-    return {m: c for m, c in out.items() if c}
-
-
-def pexpr(p, rank: dict) -> N.Expr:
-    """Back to IR: loop variables (``rank``) first, terms ordered by their leading loop."""
-    def key(m):
-        return min((rank.get(v, 99) for v in m), default=100), m
-    terms = []
-    for m in sorted(p, key=key):
-        c = p[m]
-        vs = sorted(m, key=lambda v: (rank.get(v, 99), v))
-        e = None
-        for v in vs:
-            e = N.Var(v) if e is None else N.BinOp("*", e, N.Var(v))
-        if e is None:
-            e = U.C(abs(c))
-        elif abs(c) != 1:
-            e = N.BinOp("*", e, U.C(abs(c)))
-        terms.append((c < 0, e))
-    if not terms:
-        return U.C(0)
-    neg, out = terms[0]
-    out = N.UnOp("-", out) if neg else out
-    for neg, e in terms[1:]:
-        out = N.BinOp("-" if neg else "+", out, e)
-    return out
+poly = _Names().read            # {monomial (sorted var names): int coefficient}; NotPoly if not one
+pvars = P.atoms
+psub = P.subst
+pexpr = P.ranked_expr           # back to IR: loop variables (rank) first, terms by their leading loop
 
 
 class Z(T.Terms):
