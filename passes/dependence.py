@@ -31,6 +31,7 @@ from typing import Optional
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly as P
 from xpiler.ir import smt
 from xpiler.ir import z3term as T
 from xpiler.ir.affine import accesses
@@ -808,38 +809,28 @@ def _make_env(program, func: N.Func, region, extra_loops=(), expand_outer=False)
 
 
 # ----------------------------------------------------------------------------- delinearization
-def _poly(e, env, depth=0):
+class _Atoms(P.Reader):
+    """The dependence test's reading: never refuses. Any subexpression other than ``+ - *``
+    of integer constants (``+x`` and casts included) is an atom, the IR node itself; atoms of
+    a monomial are ordered by ``repr``; below depth 40 everything is an atom."""
+
+    key = repr
+    max_depth = 40
+    unary_plus = False
+
+    def leaf(self, e):
+        return {(e,): 1}
+
+
+_POLY = _Atoms()
+
+
+def _poly(e, env=None):
     """Polynomial of ``e``: {monomial (sorted tuple of atom Exprs): int coefficient}."""
-    if depth > 40:
-        return {((e,)): 1}
-    if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return {(): e.value} if e.value else {}
-    if isinstance(e, N.UnOp) and e.op == "-":
-        return {m: -c for m, c in _poly(e.operand, env, depth + 1).items()}
-    if isinstance(e, N.BinOp) and e.op in ("+", "-"):
-        x = dict(_poly(e.lhs, env, depth + 1))
-        for m, c in _poly(e.rhs, env, depth + 1).items():
-            x[m] = x.get(m, 0) + (c if e.op == "+" else -c)
-        return {m: c for m, c in x.items() if c}
-    if isinstance(e, N.BinOp) and e.op == "*":
-        x, y = _poly(e.lhs, env, depth + 1), _poly(e.rhs, env, depth + 1)
-        out = {}
-        for m1, c1 in x.items():
-            for m2, c2 in y.items():
-                m = tuple(sorted(m1 + m2, key=repr))
-                out[m] = out.get(m, 0) + c1 * c2
-        return {m: c for m, c in out.items() if c}
-    return {(e,): 1}
+    return _POLY.read(e)
 
 
-def _poly_expr(p):
-    e = None
-    for m, c in sorted(p.items(), key=lambda kv: repr(kv[0])):
-        t = N.Const(c)
-        for a in m:
-            t = a if (t == N.Const(1)) else N.BinOp("*", t, a)
-        e = t if e is None else N.BinOp("+", e, t)
-    return e if e is not None else N.Const(0)
+_poly_expr = P.atom_expr
 
 
 def _split_on(p, v, S):
