@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import nodes as N
+from . import poly as P
 from .intrinsics import REGISTRY
 from .visit import walk
 
 INT_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "char", "bool"}
+MAX_DEGREE = 3      # symbols in one monomial (i * j * K); a product with more is not an access function
+MAX_SUBST = 24      # nested macro / let substitutions
 
 
 @dataclass(frozen=True)
@@ -39,39 +42,35 @@ class Affine:
     def symbols(self) -> set:
         return {x for k, _ in self.coeffs for x in k.split("*")}
 
+    @staticmethod
+    def from_poly(p: dict) -> "Affine":
+        """The Affine of a polynomial of :mod:`xpiler.ir.poly` over names."""
+        return Affine.of({"*".join(m): c for m, c in p.items() if m}, p.get((), 0))
+
+    @property
+    def poly(self) -> dict:
+        """This Affine as a polynomial of :mod:`xpiler.ir.poly` (monomials: sorted name tuples)."""
+        p = {tuple(k.split("*")): v for k, v in self.coeffs}
+        if self.const:
+            p[()] = self.const
+        return p
+
     def __add__(self, o):
         if isinstance(o, int):
             o = Affine.of({}, o)
         elif not isinstance(o, Affine):
             return NotImplemented
-        d = self.cdict
-        for k, v in o.coeffs:
-            d[k] = d.get(k, 0) + v
-        return Affine.of(d, self.const + o.const)
+        return Affine.from_poly(P.add(self.poly, o.poly))
 
     def scale(self, c: int):
         return Affine.of({k: v * c for k, v in self.coeffs}, self.const * c)
 
     def mul(self, o) -> Optional["Affine"]:
-        if self.is_const():
-            return o.scale(self.const)
-        if o.is_const():
-            return self.scale(o.const)
-        terms: dict = {}
-        a = list(self.coeffs) + ([("", self.const)] if self.const else [])
-        b = list(o.coeffs) + ([("", o.const)] if o.const else [])
-        const = 0
-        for ka, va in a:
-            for kb, vb in b:
-                syms = sorted([x for x in (ka.split("*") if ka else []) + (kb.split("*") if kb else [])])
-                if len(syms) > 3:
-                    return None
-                key = "*".join(syms)
-                if key:
-                    terms[key] = terms.get(key, 0) + va * vb
-                else:
-                    const += va * vb
-        return Affine.of(terms, const)
+        """self * o; None when a product has more than three symbols (MAX_DEGREE)."""
+        try:
+            return Affine.from_poly(P.mul(self.poly, o.poly, max_degree=MAX_DEGREE))
+        except P.NotPoly:
+            return None
 
     def __sub__(self, o):
         return self + (o if isinstance(o, Affine) else Affine.of({}, o)).scale(-1)
@@ -149,71 +148,80 @@ def let_bindings(func) -> dict:
     return {k: v for k, v in decls.items() if k not in assigned and count.get(k) == 1}
 
 
-def to_affine(e, ctx: Optional[Context] = None) -> Optional[Affine]:
-    ctx = ctx or Context()
-    if ctx.depth > 24:
-        return None
-    if isinstance(e, N.Const):
-        if isinstance(e.value, bool) or not isinstance(e.value, int):
-            return None
-        return Affine.of({}, e.value)
-    if isinstance(e, N.Var):
-        m = ctx.macros.get(e.name)
-        if m is not None and m.params is None and m.expr is not None:
-            return _sub(m.expr, ctx)
-        if e.name in ctx.lets:
-            r = _sub(ctx.lets[e.name], ctx)
-            if r is not None:
-                return r
-        return Affine.of({e.name: 1})
-    if isinstance(e, N.Builtin):
-        return Affine.of({e.name: 1})
-    if isinstance(e, N.Cast):
-        if isinstance(e.type, N.Scalar) and e.type.dtype in INT_DTYPES:
-            return to_affine(e.expr, ctx)
-        return None
-    if isinstance(e, N.UnOp):
-        if e.op == "-":
-            a = to_affine(e.operand, ctx)
-            return a.scale(-1) if a is not None else None
-        if e.op == "+":
-            return to_affine(e.operand, ctx)
-        return None
-    if isinstance(e, N.BinOp):
-        a, b = to_affine(e.lhs, ctx), to_affine(e.rhs, ctx)
-        if a is None or b is None:
-            return None
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a.mul(b)
-        if e.op in ("/", "%", "<<", ">>") and a.is_const() and b.is_const():
-            x, y = a.const, b.const
+class _Symbols(P.Reader):
+    """The access functions' reading of :mod:`xpiler.ir.poly`: leaves are symbols (variable and
+    builtin names) after macro and let substitution (MAX_SUBST levels deep; a let that does not
+    read stays a symbol), integer casts read through, ``/ % << >>`` of constants folded with C's
+    semantics, ``x << c`` as ``x * 2**c``, at most MAX_DEGREE symbols in a monomial."""
+
+    max_degree = MAX_DEGREE
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def strip(self, e):
+        while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in INT_DTYPES:
+            e = e.expr
+        return e
+
+    def sub(self, e) -> dict:
+        ctx = Context(self.ctx.macros, self.ctx.lets, self.ctx.depth + 1)
+        if ctx.depth > MAX_SUBST:
+            raise P.NotPoly()
+        return _Symbols(ctx).read(e)
+
+    def leaf(self, e):
+        ctx = self.ctx
+        if isinstance(e, N.Var):
+            m = ctx.macros.get(e.name)
+            if m is not None and m.params is None and m.expr is not None:
+                return self.sub(m.expr)
+            if e.name in ctx.lets:
+                try:
+                    return self.sub(ctx.lets[e.name])
+                except P.NotPoly:
+                    pass
+            return {(e.name,): 1}
+        if isinstance(e, N.Builtin):
+            return {(e.name,): 1}
+        if isinstance(e, N.Call) and isinstance(e.func, str):
+            m = ctx.macros.get(e.func)
+            if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args):
+                from .visit import substitute
+                return self.sub(substitute(m.expr, dict(zip(m.params, e.args))))
+        raise P.NotPoly()
+
+    def other(self, e, depth):
+        a, b = self.read(e.lhs, depth + 1), self.read(e.rhs, depth + 1)
+        a_const, b_const = set(a) <= {()}, set(b) <= {()}
+        x, y = a.get((), 0), b.get((), 0)
+        if e.op in ("/", "%", "<<", ">>") and a_const and b_const:
+            r = None
             if e.op == "/" and y != 0:
                 q = abs(x) // abs(y)
-                return Affine.of({}, q if (x >= 0) == (y > 0) else -q)
-            if e.op == "%" and y != 0:
-                return Affine.of({}, x - y * int(x / y))
-            if e.op == "<<":
-                return Affine.of({}, x << y)
-            if e.op == ">>":
-                return Affine.of({}, x >> y)
-        if e.op == "<<" and b.is_const():
-            return a.scale(1 << b.const)
+                r = q if (x >= 0) == (y > 0) else -q
+            elif e.op == "%" and y != 0:
+                r = x - y * int(x / y)
+            elif e.op == "<<":
+                r = x << y
+            elif e.op == ">>":
+                r = x >> y
+            if r is not None:
+                return {(): r} if r else {}
+        if e.op == "<<" and b_const:
+            k = 1 << y
+            return {m: c * k for m, c in a.items() if c * k}
+        raise P.NotPoly()
+
+
+def to_affine(e, ctx: Optional[Context] = None) -> Optional[Affine]:
+    ctx = ctx or Context()
+    if ctx.depth > MAX_SUBST:
         return None
-    if isinstance(e, N.Call) and isinstance(e.func, str):
-        m = ctx.macros.get(e.func)
-        if m is not None and m.params is not None and m.expr is not None and len(m.params) == len(e.args):
-            from .visit import substitute
-            return _sub(substitute(m.expr, dict(zip(m.params, e.args))), ctx)
-    return None
-
-
-def _sub(e, ctx):
-    inner = Context(ctx.macros, ctx.lets, ctx.depth + 1)
-    return to_affine(e, inner)
+    try:
+        return Affine.from_poly(_Symbols(ctx).read(e))
+    except P.NotPoly:
+        return None
 
 
 # ------------------------------------------------------------------------------ accesses
