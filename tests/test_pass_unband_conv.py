@@ -1,0 +1,104 @@
+"""The staged 2-D convolution lift (``passes/unband_conv.py``): conv2d_nchw.mlu's band loop (channel-
+padded NRAM copies, transposes, a WRAM filter staged in groups of 32) becomes a plain loop over the
+task's rows with a scalar sum over the real channels. The lift is compiled with gcc and run
+against the staged recovery (``normalize=False``); mutated sources that break an obligation keep
+their band loop and say why. (Z3 proofs: each recovery takes a minute or more on a loaded host.)"""
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xpiler.frontend import parse_text
+from xpiler.ir import nodes as N
+from xpiler.ir.visit import walk
+from xpiler.passes import detensorize, loop_recovery
+from xpiler.printers import print_program
+
+from test_pass_loop_recovery_normalize import _lib, ptr
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = (ROOT / "examples/conv2d_nchw/conv2d_nchw.mlu").read_text()
+BLOCK4 = {"dim": [2, 2, 1], "func_type": "block"}
+#: examples/conv2d_nchw/conv2d_nchw.mlu.toml's [preconditions], as the migration driver passes them
+ASSUME = (("stride", ">=", 1), ("H", ">=", "KH"), ("W", ">=", "KW"))
+_CACHE: dict = {}
+
+
+def _prog(src):
+    prog = parse_text(src, "bang", "conv2d_nchw.mlu")
+    out = detensorize.apply(prog, entry="conv2d_nchw", target="c")
+    return out[0] if isinstance(out, tuple) else out
+
+
+def recover(src, normalize=True):
+    key = (src, normalize)
+    if key not in _CACHE:
+        new, launch = loop_recovery.apply(_prog(src), entry="conv2d_nchw", launch=BLOCK4, normalize=normalize,
+                                          assume=ASSUME)
+        assert launch == {} and new.dialect == "c"
+        _CACHE[key] = new
+    return _CACHE[key]
+
+
+def has_while(prog):
+    return any(isinstance(n, N.While) for n in walk(prog.func("conv2d_nchw")))
+
+
+def test_conv2d_nchw_mlu_becomes_the_row_nest():
+    new = recover(SRC)
+    assert not has_while(new)
+    fn = new.func("conv2d_nchw")
+    assert not any(isinstance(n, N.Decl) and isinstance(n.type, N.Array) for n in walk(fn))
+    text = print_program(new)
+    body = text[text.index("void conv2d_nchw"):]
+    assert "nram" not in body and "wram" not in body and "task" not in body
+    # the sum runs over the real channels only, reading the parameter arrays
+    assert "< Cin - 1 + 1; ++" in body and "CinP" not in body
+    assert "acc += input[" in body and "* weight[" in body
+
+
+@pytest.mark.parametrize("N_,Cin,H,W,Cout,KH,KW,S", [(1, 4, 10, 10, 8, 3, 3, 1), (2, 3, 11, 7, 5, 3, 2, 2),
+                                                     (1, 33, 6, 5, 35, 2, 3, 1), (2, 1, 5, 9, 1, 5, 1, 3)])
+def test_lifted_conv2d_equals_the_staged_recovery(N_, Cin, H, W, Cout, KH, KW, S, tmp_path):
+    # the lift against the band loops as recovered (NRAM/WRAM staging, 4 tasks); Cin = 33 and
+    # Cout = 35 pad to 64 (two filter groups, 31 / 29 pad channels)
+    Ho, Wo = (H - KH) // S + 1, (W - KW) // S + 1
+    rng = np.random.default_rng(H * W + Cin)
+    x = rng.uniform(-2, 2, (N_, Cin, H, W)).astype(np.float32)
+    w = rng.uniform(-1, 1, (Cout, Cin, KH, KW)).astype(np.float32)
+    outs = []
+    for norm in (True, False):
+        text = print_program(recover(SRC, norm)).replace("float nram_buf[NRAM_FLOATS];", "static float nram_buf[NRAM_FLOATS];")
+        text = text.replace("float wram_filter[FILTER_FLOATS];", "static float wram_filter[FILTER_FLOATS];")
+        fn = _lib(text, tmp_path, f"c{int(norm)}").conv2d_nchw
+        y = np.full((N_, Cout, Ho, Wo), -7.0, np.float32)
+        fn(ptr(x), ptr(w), ptr(y), *map(ctypes.c_int, (N_, Cin, H, W, Cout, KH, KW, S)))
+        outs.append(y)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    ref = np.zeros((N_, Cout, Ho, Wo))
+    for kh in range(KH):
+        for kw in range(KW):
+            patch = x[:, :, kh:kh + S * (Ho - 1) + 1:S, kw:kw + S * (Wo - 1) + 1:S].astype(np.float64)
+            ref += np.einsum("nchw,oc->nohw", patch, w[:, :, kh, kw].astype(np.float64))
+    np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("old,new,reason", [
+    # the input band's pad channels are not zeroed: they hold what an earlier band left there
+    ("        __bang_write_zero(in_chw, CinP * pix);\n", "", "is not stored earlier in the same band"),
+    # the filter's pad channels are not zeroed
+    ("        __bang_write_zero(chan_major, ALIGN * slot);\n", "", "stored by no statement before it"),
+    # the input band is transposed with the real channel count as its row length
+    ("__bang_transpose(in_hwc, in_chw, CinP, pix);", "__bang_transpose(in_hwc, in_chw, Cin, pix);",
+     "the sum splits on a bound that is not a reduction loop's"),
+])
+def test_broken_obligations_keep_the_band_loop(old, new, reason):
+    assert old in SRC
+    src = SRC.replace(old, new)
+    ok, why = loop_recovery.explain_normalization(_prog(src), entry="conv2d_nchw", launch=BLOCK4, assume=ASSUME)
+    assert not ok
+    assert "as a staged convolution" in why and reason in why, why
+    assert has_while(recover(src))
