@@ -115,3 +115,39 @@ def test_depthwise_on_hip_keeps_the_old_form():
     text = print_program(q, "hip")
     assert "xp_Kt" not in text and "xp_rp" not in text
     assert launch["grid"][0].endswith("/ 256")
+
+
+def _gemm_tt(prefetch=True):
+    """tests/simt_inputs/gemm_tt.c (A stored [K][M], B stored [N][K]) in the wide default form."""
+    from xpiler.frontend import parse_file
+    from xpiler.passes import binding
+    from _simt_tile_util import ROOT
+    src = ROOT / "tests" / "simt_inputs" / "gemm_tt.c"
+    p, _ = binding.apply(parse_file(src), entry="gemm_tt", target="cuda")
+    q, launch = cache.apply(p, entry="gemm_tt", target="cuda", **dict(cache.WIDE_DEFAULT, prefetch=prefetch))
+    ct, _ = cache.plan_simt(p, "gemm_tt", "auto", False, cache.NAME, simple=False)
+    return src, ct, q, launch
+
+
+def test_transposed_operands_are_loaded_along_their_stride_1_index_and_verify():
+    """A[k*M + i] is loaded row-fastest, B[j*K + k] k-fastest; both forms verify on every spec
+    instance (odd sizes, K past one slice)."""
+    for pf in (True, False):
+        src, ct, q, launch = _gemm_tt(pf)
+        assert RT.a_by_i(ct, "cuda") and RT.b_by_k(ct, "cuda")
+        assert not RT.a_by_i(ct, "hip") and not KP.r_contiguous(_wide("gemm")[1], "A")
+        text = print_program(q, "cuda")
+        t = "(xp_tid + xp_u * 256)" if pf else "xp_t"
+        assert f"const int xp_r = {t} % 64;" in text and f"const int xp_c = {t} / 64;" in text     # A
+        assert f"const int xp_r = {t} % 16;" in text and f"const int xp_c = {t} / 16;" in text     # B
+        v = verify(q, src, "cuda", launch)
+        assert v.verified, v.failures[:1]
+
+
+def test_a_transposed_a_read_as_k_major_is_caught():
+    """Swapping A's row and k in the row-fastest loader stages other elements (the test can fail)."""
+    src, ct, q, launch = _gemm_tt()
+    text = print_program(q, "cuda")
+    bad = text.replace("const int xp_r = (xp_tid + xp_u * 256) % 64;", "const int xp_r = (xp_tid + xp_u * 256) / 16;")
+    assert bad != text
+    assert not verify(parse_text(bad, "cuda", "bad.cu"), src, "cuda", launch, instances=["base"]).verified

@@ -100,7 +100,7 @@ _OWN = {"xp_kk", "xp_r", "xp_r2", "xp_bb", "xp_b2", "xp_q", "xp_q2"}
 
 
 def _identities(ct, which: str):
-    """(hypotheses, f(b, r, k), f(b, r, 0), f(b', r', k), f(b', r', 0), k) of operand ``which``'s
+    """(hypotheses, f(b, r, k), f(b, r, 0), f(b', r', k), f(b', r', 0), k, f(b, 0, k), r) of operand ``which``'s
     index as Z3 terms under the ranges of the loop variables, or None (untranslatable, or a
     placeholder the split does not bind). In the per-row form (``ct.per_row``, depthwise) B's
     index also uses the row i: it is bound with the column (``xp_q`` / ``xp_q2``, in [0, M)) and
@@ -110,7 +110,7 @@ def _identities(ct, which: str):
     t = _Names()
 
     def f(b, r, k):
-        m = {P + "k": k, rvar: N.Var(r), P + "b": N.Var(b)}
+        m = {P + "k": k, rvar: N.Var(r) if isinstance(r, str) else r, P + "b": N.Var(b)}
         if ct.per_row and which == "B":
             m[P + "i"] = N.Var("xp_q" if r == "xp_r" else "xp_q2")
         return t.int(substitute(idx, m))
@@ -122,6 +122,7 @@ def _identities(ct, which: str):
         kk = N.Var("xp_kk")
         full, row = f("xp_bb", "xp_r", kk), f("xp_bb", "xp_r", zero)          # f(b, r, k), f(b, r, 0)
         other_k, other_0 = f("xp_b2", "xp_r2", kk), f("xp_b2", "xp_r2", zero)  # at another (b', r')
+        first = f("xp_bb", zero, kk)                                           # f(b, 0, k)
     except T.Untranslatable:
         return None
     if any(nm.startswith(P) and nm not in _OWN for nm in t.env):
@@ -137,7 +138,7 @@ def _identities(ct, which: str):
             hyps += [e[q] >= 0, e[q] < Q]
         if b in e:
             hyps += [e[b] >= 0] + ([e[b] < Bx] if Bx is not None else [e[b] == 0])
-    return hyps, full, row, other_k, other_0, e["xp_kk"]
+    return hyps, full, row, other_k, other_0, e["xp_kk"], first, e.get("xp_r")
 
 
 def split(ct, which: str) -> Split | None:
@@ -149,7 +150,7 @@ def split(ct, which: str) -> Split | None:
     ids = _identities(ct, which)
     if ids is None:
         return None
-    hyps, full, row, other_k, other_0, k = ids
+    hyps, full, row, other_k, other_0, k, _, _ = ids
     if _proven(hyps, full == row + k):
         return Split(which, "unit", rvar)
     if _proven(hyps, full == row + other_k - other_0):
@@ -165,8 +166,18 @@ def k_contiguous(ct, which: str) -> bool:
     ids = _identities(ct, which)
     if ids is None:
         return False
-    hyps, full, row, _, _, k = ids
+    hyps, full, row, _, _, k, _, _ = ids
     return _proven(hyps, full == row + k)
+
+
+def r_contiguous(ct, which: str) -> bool:
+    """Operand ``which``'s index is proven ``f(b, r, k) == f(b, 0, k) + r`` for every row (A) /
+    column (B) r in range: stride 1 along r (an A stored transposed, ``A[k*M + i]``)."""
+    ids = _identities(ct, which)
+    if ids is None or ids[7] is None:
+        return False
+    hyps, full, _, _, _, _, first, r = ids
+    return _proven(hyps, full == first + r)
 
 
 def applies(dialect: str, prefetch: bool) -> bool:

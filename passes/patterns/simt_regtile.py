@@ -179,6 +179,14 @@ def b_by_k(ct, dialect: str) -> bool:
     return dialect == "cuda" and KP.k_contiguous(ct, "B")
 
 
+def a_by_i(ct, dialect: str) -> bool:
+    """Load A row-fastest (``t % BM`` is the row, ``t / BM`` is k): A's index is proven stride 1
+    along the row and not along k (an A stored transposed, ``A[k*M + i]``). The slice is stored
+    k-major as always, so these stores need no transposition. Otherwise A is loaded k-fastest, as
+    before. cuda only, as :func:`b_by_k`."""
+    return dialect == "cuda" and not KP.k_contiguous(ct, "A") and KP.r_contiguous(ct, "A")
+
+
 def wide_shared_bytes(BM: int, BN: int, BK: int, bk_fast: bool = False) -> int:
     return 4 * BK * (wide_pad(BM) + (wide_pad(BN) if bk_fast else BN))
 
@@ -198,6 +206,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     b = "xp_b" if ct.batch is not None else ST.N.Const(0, "int32", "0")
     PA = wide_pad(BM)
     BT = b_by_k(ct, dialect)
+    AT = a_by_i(ct, dialect)
     PB = wide_pad(BN) if BT else BN     # row length of the B slice in shared memory
     comp = ("x", "y", "z", "w")
 
@@ -240,6 +249,8 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
                 f"{staged('B', load)} : 0.0f")
 
     def a_rc(t):
+        if AT:          # the row fastest: the stride-1 index of A
+            return [f"const int xp_r = {t} % {BM};", f"const int xp_c = {t} / {BM};"]
         return [f"const int xp_r = {t} / {BK};", f"const int xp_c = {t} % {BK};"]
 
     def b_rc(t):
@@ -261,7 +272,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     L += [f"__shared__ int xp_kt{w}[{KP.TABLE_CAP}];" for w, s in sp.items() if s.kind == "table"]
     head = len(L)
     L += [f"const int xp_i0 = blockIdx.y * {BM};", f"const int xp_j0 = blockIdx.x * {BN};"]
-    L += split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, BT)
+    L += split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, BT, AT)
     L += [f"float xp_acc[{TM}][{TN}];",
           "#pragma unroll",
           f"for (int xp_m = 0; xp_m < {TM}; ++xp_m) {{",
@@ -336,7 +347,7 @@ def body_wide(ct, dialect: str, BM: int, BN: int, TM: int, TN: int, BK: int, pre
     return ST._batched(ct, E, L, head)
 
 
-def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, b_k=False) -> list:
+def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, b_k=False, a_i=False) -> list:
     """Per block: the k-offset tables of the table splits (filled, then one ``__syncthreads_or``
     that also says whether every entry fitted an int), and the row-part registers of the thread
     (A: one per prefetched row; B: its one column). Row parts are computed only for rows / columns
@@ -360,7 +371,7 @@ def split_setup(ct, E, sp, b, Mx, Nx, Kx, BM, BK, BN, NT, b_k=False) -> list:
         L += [f"long xp_ra[{BM * BK // NT}];",
               "#pragma unroll",
               f"for (int xp_u = 0; xp_u < {BM * BK // NT}; ++xp_u) {{",
-              f"    const int xp_r = (xp_tid + xp_u * {NT}) / {BK};",
+              f"    const int xp_r = (xp_tid + xp_u * {NT}) {'%' if a_i else '/'} {BM if a_i else BK};",
               f"    xp_ra[xp_u] = (xp_i0 + xp_r < {Mx} && 0 < {Kx}) ? "
               f"{KP.row_part(E, ct, 'A', b, 'xp_i0 + xp_r')} : 0;",
               "}"]
