@@ -850,12 +850,7 @@ def unband(fn: N.Func, program, assume: tuple = ()) -> tuple:
                 changed = True
                 s = s2
             except Refused as e:
-                from .unband_conv import lift
-                try:                     # the staged 2-D convolution form (passes/unband_conv.py)
-                    s = lift(fn, program, s, assume)
-                    changed = True
-                except Refused as e2:
-                    note = f"band loop: {e}; as a staged convolution: {e2}"
+                note = f"band loop: {e}"
         out.append(s)
     if not changed:
         return fn, note
