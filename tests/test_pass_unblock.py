@@ -93,7 +93,7 @@ def test_gemv_mlu_becomes_the_plain_row_loop():
     # and the row-block binding the default cuda / hip plans take applies to it
     from xpiler.migration.pipeline import ROWS
     q, launch = binding.apply(unblock.apply(p, entry=entry), entry=entry, target="hip", **ROWS)
-    assert launch == {"grid": ["M", 1, 1], "block": [256, 1, 1]}
+    assert launch == {"grid": ["M", 1, 1], "block": [ROWS["block"], 1, 1]}
 
 
 @pytest.mark.parametrize("old,new,why", [
