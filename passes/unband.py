@@ -294,6 +294,24 @@ class _Band:
             k += 1
         return k
 
+    def task_decl(self, stmts, k: int, kept: list) -> int | None:
+        """One declaration of the task before the band loop: a private array (staged on chip), a
+        pointer (its address), or a pure scalar chain (kept when it is a single declaration).
+        Returns the index after it, or None when ``stmts[k]`` is none of these."""
+        s = stmts[k]
+        if isinstance(s, N.Decl) and isinstance(s.type, N.Array) and s.init is None:
+            self.privs[s.name] = s
+            return k + 1
+        if isinstance(s, N.Decl) and isinstance(s.type, N.Pointer) and s.init is not None:
+            self.ptrs[s.name] = self.addr(s.init)
+            return k + 1
+        if isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init):
+            k2 = self.chain(stmts, k, self.lets)
+            if k2 == k + 1:
+                kept.append(s)
+            return k2
+        return None
+
     # ------------------------------------------------------------------ the task body
     def run(self, task: N.For) -> N.For:
         stmts = _drop_comments(_flatten(task.body.stmts))
@@ -314,16 +332,8 @@ class _Band:
         k = 0
         while k < w - 1:
             s = stmts[k]
-            if isinstance(s, N.Decl) and isinstance(s.type, N.Array) and s.init is None:
-                self.privs[s.name] = s
-                k += 1
-            elif isinstance(s, N.Decl) and isinstance(s.type, N.Pointer) and s.init is not None:
-                self.ptrs[s.name] = self.addr(s.init)
-                k += 1
-            elif isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init):
-                k2 = self.chain(stmts, k, self.lets)
-                if k2 == k + 1:
-                    kept.append(s)
+            k2 = self.task_decl(stmts, k, kept)
+            if k2 is not None:
                 k = k2
             elif isinstance(s, N.For):
                 self.copies.append(self._copy(s))

@@ -561,16 +561,8 @@ class _Conv(_Band):
         k = 0
         while k < w - 1:
             s = stmts[k]
-            if isinstance(s, N.Decl) and isinstance(s.type, N.Array) and s.init is None:
-                self.privs[s.name] = s
-                k += 1
-            elif isinstance(s, N.Decl) and isinstance(s.type, N.Pointer) and s.init is not None:
-                self.ptrs[s.name] = self.addr(s.init)
-                k += 1
-            elif isinstance(s, N.Decl) and isinstance(s.type, N.Scalar) and s.init is not None and _pure(s.init):
-                k2 = self.chain(stmts, k, self.lets)
-                if k2 == k + 1:
-                    kept.append(s)
+            k2 = self.task_decl(stmts, k, kept)
+            if k2 is not None:
                 k = k2
             elif isinstance(s, N.For) and self.cint(s.step) != 1:
                 prologue.append(self.group(s))
