@@ -19,7 +19,9 @@ BANG, elementwise loop over staged NRAM chunks (what the cache pass produces)::
 ``div``.
 
 BANG, matmul / matrix-vector nests over staged buffers (rows of A in NRAM, B in WRAM) ->
-``__bang_matmul`` / ``__bang_mlp``: see :mod:`passes.patterns.rows`.
+``__bang_matmul`` / ``__bang_mlp``: see :mod:`passes.patterns.rows`; int8 x int8 -> int32 rows (uint8 or
+int8 A, int8 B in WRAM) -> the fixed-point ``__bang_matmul`` in K chunks of 1024, exact for every input:
+see :mod:`passes.patterns.bang_matmul_i8`.
 
 C, float elementwise loop -> AVX-512 with a masked tail::
 
@@ -174,7 +176,9 @@ def _sites(program, entry, target=None, ops=None, stream=None, **_):
         sites = BP.pool_sites(program, func, ops)      # a whole-nest pool: nothing else to match
         sites = sites or BC.conv_sites(program, func, ops)     # likewise a whole-nest convolution
         if not sites:
+            from .patterns import bang_matmul_i8 as I8
             sites = _bang_elementwise_sites(program, func, ops) + R.matmul_sites(program, func, ops)
+            sites += I8.sites(program, func, ops)       # int8 contractions: the exact fixed-point form
             sites += BR.row_vector_sites(program, func, ops, skip=[s[0] for s in sites])
     elif program.dialect == "c":
         from .patterns import x86 as PX

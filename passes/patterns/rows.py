@@ -100,6 +100,7 @@ class RowPlan:
     batch: Optional[tuple] = None
     boff: dict = field(default_factory=dict)
     outer: Optional[N.For] = None
+    scratch: int = 0            # NRAM buffers of a staged buffer's size a tensorize form will add
 
 
 def _loop_ranges(body_block) -> dict:
@@ -208,6 +209,13 @@ def analyse_rows(program, func, loop: N.For, batch: Optional[str] = None, body=N
     else:
         plan.wram = {b for b in plan.inv if _mult_operand(blk, b)
                      or (plan.dtypes[b] == "float16" and _widened_acc_operand(blk, b))}
+        # the int8 rhs of an integer contraction (patterns/bang_matmul_i8.py), whose fixed-point
+        # __bang_matmul form needs NRAM scratch as large as the staged buffers
+        from .bang_matmul_i8 import SCRATCH_BUFFERS, accumulated_int8_operands
+        i8 = accumulated_int8_operands(blk, plan.dtypes) & set(plan.inv)
+        if i8:
+            plan.wram |= i8
+            plan.scratch = SCRATCH_BUFFERS
     return plan
 
 
@@ -328,7 +336,7 @@ def pick_caps(program, func, plan: RowPlan, rows="auto") -> dict:
     nb = [b for b in plan.dtypes if b not in plan.wram]
     wb = [b for b in plan.dtypes if b in plan.wram]
     caps = {}
-    nbudget = (U.NRAM_BYTES * 3 // 4 - nram_have) // max(1, len(nb))
+    nbudget = (U.NRAM_BYTES * 3 // 4 - nram_have) // max(1, len(nb) + plan.scratch)
     wbudget = (U.WRAM_BYTES * 3 // 4 - wram_have) // max(1, len(wb))
     for b in nb:
         caps[b] = _pow2_floor(nbudget // U.ELEM_BYTES[plan.dtypes[b]])
