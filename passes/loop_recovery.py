@@ -1163,7 +1163,7 @@ def _segments(node) -> list:
 # ============================================================================ the recovery
 class _Recovery:
     def __init__(self, program: N.Program, entry: str, launch, normalize=True, unstage: bool = True,
-                 assume: tuple = ()):
+                 assume: tuple = (), staged_conv: bool = False):
         if not (isinstance(normalize, bool) or normalize in NORMALIZE):
             raise PassError(NAME, f"normalize={normalize!r} is none of True, False, "
                                   f"{', '.join(repr(a) for a in NORMALIZE)}", None)
@@ -1173,6 +1173,10 @@ class _Recovery:
         self.entry = entry
         self.launch = launch
         self.assume = tuple(assume or ())
+        self.staged_conv = bool(staged_conv)
+        if self.staged_conv and (normalize in (False, "staged") or not self.unstage):
+            raise AlternativeRefused(NAME, f"staged_conv: normalize={normalize!r}, unstage={unstage!r} do not "
+                                           "un-stage (the lift is a step of un-staging)")
 
     # -------------------------------------------------------------- device helpers
     def _callees(self, fn) -> list:
@@ -1286,11 +1290,13 @@ class _Recovery:
         if levels:
             new_fn = _privatize_core_memories(prog, new_fn, levels[-1].var)
         self.normalized, self.why_not_normalized = False, "normalize=False"
+        if self.staged_conv and not levels:
+            raise AlternativeRefused(NAME, "staged_conv: no partition loops")
         if self.normalize is True:
-            new_fn, why = _normalize(new_fn, levels, prog, self.unstage, self.assume)
+            new_fn, why = _normalize(new_fn, levels, prog, self.unstage, self.assume, self.staged_conv)
             self.normalized, self.why_not_normalized = why is None, why
         elif self.normalize:
-            new_fn = _normalize_as(self.normalize, new_fn, levels, prog, self.assume)
+            new_fn = _normalize_as(self.normalize, new_fn, levels, prog, self.assume, self.staged_conv)
             self.normalized = self.normalize != "loops"
             self.why_not_normalized = None if self.normalized else "normalize='loops'"
         new_helpers = {h.name: h.with_(kind="host", attrs=tuple(a for a in h.attrs if a in ("static", "inline")))
@@ -2695,13 +2701,17 @@ class _Normalizer:
         return stmts
 
 
-def _unstage_all(fn, program, assume: tuple = ()):
+def _unstage_all(fn, program, assume: tuple = (), conv: bool = False):
     """Un-staging before a collapse: shared-memory staging phases of read-only global slices
     (``passes/unshare.py``, its proofs under the spec's preconditions ``assume``), then the
     thread phases of a block that carry per-thread accumulators merged into one
     (``passes/merge_phases.py``), then banded row work summed from NRAM-staged rows
     (``passes/unband.py``), then element-wise work staged through private buffers
-    (``passes/decache.py``). (new function, the notes of decache and unband)."""
+    (``passes/decache.py``). (new function, the notes of decache and unband).
+
+    With ``conv`` (loop recovery's ``staged_conv``), band loops are un-banded only as staged 2-D
+    convolutions (``passes/unband_conv.py``), and a function where none is lifted is refused
+    (:class:`~xpiler.passes.base.AlternativeRefused`, XP4002) with the lift's reason."""
     from .decache import unstage as _unstage
     from .merge_phases import merge_phases
     from .unband import unband as _unband
@@ -2709,12 +2719,15 @@ def _unstage_all(fn, program, assume: tuple = ()):
     fn, notes = _unshare(fn, program, assume)
     if any(arrays for arrays, _ in notes):
         fn = merge_phases(fn, program)[0]
-    fn, band_note = _unband(fn, program, assume)
+    before = fn
+    fn, band_note = _unband(fn, program, assume, conv)
+    if conv and fn is before:
+        raise AlternativeRefused(NAME, f"staged_conv: {band_note or 'no band loop'}")
     fn, notes = _unstage(fn, program)
     return fn, list(notes) + ([band_note] if band_note else [])
 
 
-def _normalize(fn, levels, program, unstage: bool = True, assume: tuple = ()):
+def _normalize(fn, levels, program, unstage: bool = True, assume: tuple = (), conv: bool = False):
     """Collapse the partition loops of ``fn`` when legal; (new function, None) or (fn, why).
 
     With ``unstage``, element-wise work staged through private buffers is first un-staged
@@ -2724,7 +2737,7 @@ def _normalize(fn, levels, program, unstage: bool = True, assume: tuple = ()):
         return fn, "no partition loops"
     staged, notes = fn, []
     if unstage:
-        fn, notes = _unstage_all(fn, program, assume)
+        fn, notes = _unstage_all(fn, program, assume, conv)
     try:
         body = _Normalizer(levels, program, fn.params).run(fn.body.stmts)
     except _NoNorm as e:
@@ -2739,7 +2752,7 @@ def _normalize(fn, levels, program, unstage: bool = True, assume: tuple = ()):
             kept = [n for n in notes if n is not None]
             if kept:
                 why += f"; un-staging refused: {kept[-1]}"
-        if fn is not staged:        # the staged form may still normalize the old way
+        if fn is not staged and not conv:        # the staged form may still normalize the old way
             try:
                 body = _Normalizer(levels, program, staged.params).run(staged.body.stmts)
                 return staged.with_(body=N.Block(tuple(body), loc=staged.body.loc)), None
@@ -2749,7 +2762,7 @@ def _normalize(fn, levels, program, unstage: bool = True, assume: tuple = ()):
     return fn.with_(body=N.Block(tuple(body), loc=fn.body.loc)), None
 
 
-def _normalize_as(how: str, fn, levels, program, assume: tuple = ()):
+def _normalize_as(how: str, fn, levels, program, assume: tuple = (), conv: bool = False):
     """One normalization alternative (:data:`NORMALIZE`): the new function, or
     :class:`~xpiler.passes.base.AlternativeRefused` (XP4002) saying why it does not apply.
 
@@ -2759,7 +2772,7 @@ def _normalize_as(how: str, fn, levels, program, assume: tuple = ()):
     ``loops``: no collapse, element-wise staged work un-staged (always applies). In this order
     they give what ``normalize=True`` gives (:func:`_normalize`)."""
     def _unstage(f, p):
-        return _unstage_all(f, p, assume)
+        return _unstage_all(f, p, assume, conv)
     if how == "loops":
         return _unstage(fn, program)[0] if levels else fn
 
@@ -2789,7 +2802,8 @@ def _normalize_as(how: str, fn, levels, program, assume: tuple = ()):
 
 # ============================================================================ protocol
 def check(program, *, entry: str, launch=None, normalize=True, **params) -> None:
-    _Recovery(program, entry, launch, normalize, params.get("unstage", True), params.get("assume", ())).run()
+    _Recovery(program, entry, launch, normalize, params.get("unstage", True), params.get("assume", ()),
+              params.get("staged_conv", False)).run()
 
 
 #: pragma on a loop recovered from the parallel tasks of a BANG launch (see passes/binding.py)
@@ -2918,7 +2932,8 @@ def apply(program, *, entry: str, launch=None, normalize=True, **params):
     """Recover loops; with ``normalize`` (default) collapse partition loops (see the module doc):
     ``True`` tries the alternatives of :data:`NORMALIZE` in order, one of them takes that one
     alone (refused with XP4002 where it does not apply), ``False`` keeps the partition loops."""
-    new = _Recovery(program, entry, launch, normalize, params.get("unstage", True), params.get("assume", ())).run()
+    new = _Recovery(program, entry, launch, normalize, params.get("unstage", True), params.get("assume", ()),
+                    params.get("staged_conv", False)).run()
     return new, {}
 
 

@@ -846,21 +846,28 @@ def _single(s):
     return b[0]
 
 
-def unband(fn: N.Func, program, assume: tuple = ()) -> tuple:
+def unband(fn: N.Func, program, assume: tuple = (), conv: bool = False) -> tuple:
     """``(fn with every banded task un-banded, note)``; the note says why a task that holds a
     band loop was left as it is (None when none was). ``assume``: the spec's preconditions as
-    ``(parameter, op, integer or parameter)``, facts of every proof."""
+    ``(parameter, op, integer or parameter)``, facts of every proof. With ``conv``, band loops are
+    lifted only as staged 2-D convolutions (:func:`passes.unband_conv.lift`) instead of the
+    one-gather form: loop recovery's ``staged_conv``, which only the cuda / hip plans ask for (the
+    lifted nest is slower than the staged form on c: docs/decisions.md, 2026-12-05)."""
     note = None
     out = []
     changed = False
     for s in fn.body.stmts:
         if isinstance(s, N.For) and PARTITION_PRAGMA in s.pragmas and any(isinstance(x, N.While) for x in walk(s.body)):
             try:
-                s2 = _Band(fn, program, assume).run(s)
+                if conv:
+                    from .unband_conv import lift
+                    s2 = lift(fn, program, s, assume)
+                else:
+                    s2 = _Band(fn, program, assume).run(s)
                 changed = True
                 s = s2
             except Refused as e:
-                note = f"band loop: {e}"
+                note = f"{'staged convolution' if conv else 'band loop'}: {e}"
         out.append(s)
     if not changed:
         return fn, note

@@ -64,7 +64,11 @@ def why_not(src):
 
 
 def has_while(prog):
-    return any(isinstance(n, N.While) for n in walk(prog.func("conv2d_nchw")))
+    return has_while_in(prog, "conv2d_nchw")
+
+
+def has_while_in(prog, name):
+    return any(isinstance(n, N.While) for n in walk(prog.func(name)))
 
 
 def test_conv2d_nchw_mlu_becomes_the_row_nest():
@@ -120,3 +124,46 @@ def test_broken_obligations_are_refused(old, new, reason):
     assert old in SRC
     why = why_not(SRC.replace(old, new))
     assert reason in why, why
+
+
+def test_only_the_cuda_and_hip_plans_ask_for_the_lift():
+    # loop recovery's staged_conv (the lift, required: the plan is skipped unless it applies) is a
+    # step of the bang -> cuda / hip plans only; bang -> c / bang keep the staged form (faster there)
+    from xpiler.migration.pipeline import REQUIRE, plans
+
+    def conv_steps(src, dst):
+        return [p for plan in plans(src, dst) for n, p in plan if n == "loop_recovery" and p.get("staged_conv")]
+    for dst in ("cuda", "hip"):
+        assert conv_steps("bang", dst) == [{"normalize": "task_slices", "staged_conv": True, REQUIRE: True}]
+    for src, dst in (("bang", "c"), ("bang", "bang"), ("c", "cuda"), ("cuda", "hip"), ("hip", "cuda")):
+        assert conv_steps(src, dst) == []
+
+
+def test_staged_conv_recovery_lifts_the_task_and_collapses_its_rows():
+    # the plan's step: the lift inside loop recovery, then the task slices collapsed into one loop
+    # over the N * Ho rows (bound `rows`, whose definition the dependence test reads: test_analyses)
+    new, launch = loop_recovery.apply(_prog(SRC), entry="conv2d_nchw", launch=BLOCK4, normalize="task_slices",
+                                      staged_conv=True, assume=ASSUME)
+    assert launch == {} and not has_while(new)
+    body = print_program(new)
+    body = body[body.index("void conv2d_nchw"):]
+    assert "for (int i = 0; i < rows; ++i)" in body and "nram_buf" not in body and "taskId" not in body
+
+
+def test_staged_conv_refuses_other_band_loops_and_kernels_without_one():
+    from xpiler.passes.base import AlternativeRefused
+    conv1d = (ROOT / "examples/conv1d/conv1d.mlu").read_text()
+    prog = parse_text(conv1d, "bang", "conv1d.mlu")
+    prog = detensorize.apply(prog, entry="conv1d", target="c")
+    prog = prog[0] if isinstance(prog, tuple) else prog
+    launch = {"dim": [4, 1, 1], "func_type": "block"}
+    assume = (("Cin", ">=", 1), ("KW", ">=", 1))    # examples/conv1d/conv1d.mlu.toml's [preconditions]
+    with pytest.raises(AlternativeRefused) as e:     # conv1d.mlu's band loop is the one-gather form
+        loop_recovery.apply(prog, entry="conv1d", launch=launch, normalize="task_slices", staged_conv=True,
+                            assume=assume)
+    assert "staged_conv: staged convolution:" in str(e.value)
+    # without staged_conv the same recovery un-bands it as before
+    assert not has_while_in(loop_recovery.apply(prog, entry="conv1d", launch=launch, normalize="task_slices",
+                                                assume=assume)[0], "conv1d")
+    with pytest.raises(AlternativeRefused):          # no un-staging asked for: the lift cannot run
+        loop_recovery.apply(_prog(SRC), entry="conv2d_nchw", launch=BLOCK4, normalize="staged", staged_conv=True)

@@ -98,6 +98,12 @@ def recover() -> tuple[str, dict]:
     return ("loop_recovery", {ALTERNATIVES: [{"normalize": a} for a in NORMALIZE]})
 
 
+def recover_staged_conv() -> tuple[str, dict]:
+    """Loop recovery that un-bands only a staged 2-D convolution (``staged_conv``), collapsing the
+    task slices it leaves; required: refused (XP4002) where no band loop is lifted that way."""
+    return ("loop_recovery", {"normalize": "task_slices", "staged_conv": True, REQUIRE: True})
+
+
 def plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
     return row_plans(src, dst) + direction_plans(src, dst)
 
@@ -192,7 +198,12 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         rows = general[:1] + [("unstage_rows", {REQUIRE: True}), recover(), ("argmax_value", {}),
                               ("binding", {"target": dst, "rows": "block", "reduce": "shuffle", "block": 256,
                                            REQUIRE: True})] + _finish(dst)
-        return [matrix, rows, general]
+        # a 2-D convolution staged through channel-padded, transposed NRAM / WRAM copies
+        # (conv2d_nchw.mlu) is lifted back to its plain loop nest (passes/unband_conv.py), which the
+        # cache pass then tiles like conv2d_nchw.c; probed, skipped unless the lift applies. Only here:
+        # on c the staged form is faster than the lifted nest (docs/decisions.md, 2026-12-05)
+        conv = general[:1] + [recover_staged_conv()] + general[2:]
+        return [matrix, rows, conv, general]
     if src == "c" and dst == "bang":
         # a detensorized vector kernel (AVX-512 lane loops) is flattened to element loops
         # (passes/flatten_lanes.py) so that cache / tensorize stage it in NRAM and write __bang_*
