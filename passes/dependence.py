@@ -741,12 +741,17 @@ def _bounds(loop: N.For, side, env):
     return v
 
 
-def _decide(build) -> str:
+def _decide(build, bounds: bool = False) -> str:
     """Ask with invariant locals kept opaque (small problem; an over-approximation, so its
-    'unsat' is final), then with them expanded into their definitions."""
+    'unsat' is final), then with them expanded into their definitions. With ``bounds``, between
+    the two: ``build("bounds")``, still opaque but with the definitions of the invariant locals
+    that name loop bounds added as equations (:func:`_bound_lets`: ``rows == N * Ho`` for a loop
+    ``i < rows``), whose 'unsat' is final too (only true facts added)."""
     r = _solve(build(False))
     if r == "unsat":
         return r
+    if bounds and _solve(build("bounds")) == "unsat":
+        return "unsat"
     r2 = _solve(build(True))
     return "unsat" if r2 == "unsat" else (r if r == "sat" and r2 == "sat" else r2)
 
@@ -992,6 +997,36 @@ def _kind(a, b):
     return "output"
 
 
+def _bound_lets(func: N.Func, loops) -> dict:
+    """``{name: definition}`` of the scalars named in the bounds of ``loops`` that are declared
+    once in ``func`` with a pure definition and never assigned, and whose definition names only
+    such scalars or never-assigned parameters: the name holds its definition's value wherever
+    the loops run (the bound of a collapsed row loop, ``int rows = N * Ho``; issue 15)."""
+    names = {n.name for l in loops for e in (l.lo, l.hi, l.step) for n in walk(e) if isinstance(n, N.Var)}
+    if not names:
+        return {}
+    assigned = assigned_names(func.body)
+    count: dict = {}
+    decls = {}
+    for d in walk(func.body):
+        if isinstance(d, N.Decl):
+            count[d.name] = count.get(d.name, 0) + 1
+            decls[d.name] = d
+    params = {p.name for p in func.params if isinstance(p.type, N.Scalar)}
+
+    def fixed(name):
+        return name not in assigned and (count.get(name, 0) == 0 and name in params or count.get(name) == 1 and
+                                         isinstance(decls[name].type, N.Scalar))
+    out = {}
+    for name in sorted(names):
+        d = decls.get(name)
+        if d is None or d.init is None or not fixed(name) or not _pure_value(d.init):
+            continue
+        if all(fixed(n.name) for n in walk(d.init) if isinstance(n, N.Var)):
+            out[name] = d.init
+    return out
+
+
 def _private_names(region) -> set:
     return {d.name for d in walk(region) if isinstance(d, N.Decl)}
 
@@ -1056,8 +1091,10 @@ def _pair_dep(program, view, loop, a: Acc, b: Acc) -> Optional[Dep]:
     if _same_injective(program, view, loop, a, b):
         return None
 
+    bound_lets = _bound_lets(view, list(outer) + [loop] + list(a.loops) + list(b.loops))
+
     def build(expand):
-        env = _make_env(program, view, loop, (loop,), expand)
+        env = _make_env(program, view, loop, (loop,), expand is True)
         for l in outer:          # loops around: one shared iteration, but within their bounds
             _bounds(l, "a", env)
         va, vb = _bounds(loop, "a", env), _bounds(loop, "b", env)
@@ -1065,6 +1102,10 @@ def _pair_dep(program, view, loop, a: Acc, b: Acc) -> Optional[Dep]:
             for l in acc.loops:
                 _bounds(l, side, env)
             env.cons += guard_constraints(acc, side, env)
+        if expand == "bounds":
+            for name, init in bound_lets.items():
+                if name not in env.lets and name not in env.loopvars | env.varying:
+                    env.cons.append(env.sym(name, "a") == to_z3(init, "a", env))
         env.cons.append(va != vb)
         if a.extent is None and b.extent is None:
             env.cons += equal_subscripts(a.index, (loop,) + tuple(a.loops), b.index, (loop,) + tuple(b.loops), env)
@@ -1074,7 +1115,7 @@ def _pair_dep(program, view, loop, a: Acc, b: Acc) -> Optional[Dep]:
             xb = to_z3(b.extent, "b", env) if b.extent is not None else z3.IntVal(1)
             env.cons += [ia < ib + xb, ib < ia + xa]
         return env.cons
-    r = _decide(build)
+    r = _decide(build, bounds=bool(bound_lets))
     if r == "unsat":
         return None
     why = "two iterations touch the same element" if r == "sat" else "solver could not rule it out"

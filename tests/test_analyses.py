@@ -56,6 +56,33 @@ def test_dependence_gemm():
     assert interchange_violation(p, f, k, find_loop(k.body, "j")) is None
 
 
+ROWS_NEST = """
+void rows_nest(const float* x, float* out, int N, int H, int K, int C, int W) {
+    int Ho = (H - K) / 2 + 1;
+    int rows = N * Ho;
+    for (int i = 0; i < rows; ++i) {
+        int n = i / Ho;
+        int ho = i % Ho;
+        for (int w = 0; w < W; ++w)
+            for (int c = 0; c < C; ++c)
+                out[((n * C + c) * Ho + ho) * W + w] = x[i * W + w];
+    }
+}
+"""
+
+
+def test_dependence_reads_the_definition_of_a_loop_bound():
+    # the collapsed row loop of a lifted BANG convolution (issue 15): `i < rows` with `rows = N * Ho`
+    # gives Ho > 0 inside the loop, so ho = i % Ho is a digit and the columns c never meet
+    p, f, _ = _prog(ROWS_NEST)
+    assert check_parallel(p, f, find_loop(f, "c")) is None
+    assert check_parallel(p, f, find_loop(f, "i")) is None
+    # rows assigned again: its definition is no longer a fact at the loop, nothing is assumed of it
+    src = ROWS_NEST.replace("    for (int i = 0;", "    rows = rows + 1;\n    for (int i = 0;")
+    p, f, _ = _prog(src)
+    assert check_parallel(p, f, find_loop(f, "c")) is not None
+
+
 def test_dependence_shifted_access_is_carried_and_direction_blocks_interchange():
     src = """
 void stencil(float* a, int n, int m) {
