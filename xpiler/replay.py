@@ -191,7 +191,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
     # 3. re-apply every applied step -------------------------------------------------------------
     res = ReplayResult(False, 0, None)
     prog = prog.with_launch(spec.entry, spec.launch)     # the source's launch, as the driver starts
-    verified_hashes = {e.get("program_hash") for e in events if e["type"] == "test" and e.get("verified")}
+    verified_hashes = {e.get("program_hash") for e in events if e["type"] == "test" and e.get("verified")
+                       and e.get("tier", "full") == "full"}     # a screening test verifies nothing
     cur_step, pre = object(), (prog, cur_text)
     source_state = (prog, cur_text)
     derived = {_h(cur_text): source_state}     # every program the log's steps re-derive, by hash

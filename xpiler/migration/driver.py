@@ -649,7 +649,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         rh, rev = resumed   # its header was checked before anything was written
         # programs the interrupted run already verified are not tested again
         for e in rev:
-            if e["type"] == "test" and e.get("verified"):
+            if e["type"] == "test" and e.get("verified") and e.get("tier", "full") == "full":
                 tested[e["program_hash"]] = Verdict(True, e["substrate"], str(src), list(e["seeds"]),
                                                     list(e["instances"]), e["max_abs_error"], e["max_rel_error"],
                                                     oracle="resumed from " + str(resume))
@@ -985,13 +985,16 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
                                 max(1, jobs // max(1, getattr(pool, "workers", 1))), deadline, source, sizes,
                                 src_path=str(src.resolve()))
 
-        def log_test(st: Stage, tag: str, v: Verdict):
-            tested.setdefault(st.hash, v)
+        def log_test(st: Stage, tag: str, v: Verdict, tier: str = "full"):
+            # a screening test (one instance, one seed) verifies nothing for the migration: it is
+            # logged with its tier and never stands for a program's test (``tested``, --resume)
+            if tier == "full":
+                tested.setdefault(st.hash, v)
             stage_texts.setdefault(st.hash, st.text)
             log.event("test", stage=tag, program_hash=st.hash, dialect=st.dialect, substrate=v.substrate,
                       instances=v.instances, seeds=list(v.seeds), verified=v.verified, max_abs_error=v.max_abs_error,
                       max_rel_error=v.max_rel_error, max_run_s=round(v.max_run_s, 3), time_limit_s=run_limit,
-                      failures=[f.to_json() for f in v.failures[:5]], derived=v.derived)
+                      failures=[f.to_json() for f in v.failures[:5]], derived=v.derived, tier=tier)
 
         from ..schedule.evaluator import Evaluator
         from ..schedule.pool import LocalPool
@@ -1000,8 +1003,10 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         search = _search_strategy(verified_stage, bind_input, to, make_job, pool, step_ctx, deadline, max_evals,
                                   seed, log, say, diags, tune_sizes, origin=source_stage)
         if search is not None:
+            # candidates are screened (one instance, one seed); the full test only for one that
+            # would become the incumbent (docs/schedule.md "Screening")
             searcher = Evaluator(lambda st, tag: make_job(st, tag, search.source, tune_sizes), search.source,
-                                 pool=pool, log_test=log_test)
+                                 pool=pool, log_test=log_test, screen=True)
             verified_stage = _adopt_search(drive(search, step), log, say, steps, k_base)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))

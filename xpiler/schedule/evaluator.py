@@ -37,10 +37,15 @@ class Evaluation:
     why: str = ""                     # why it failed, or why it has no latency
     detail: dict = field(default_factory=dict)
     cut: bool = False                 # the budget ended its test or timing: not evaluated (never a failure)
+    # which test the verdict is from: "full" (every instance and seed, as every migration step) or
+    # "screen" (one instance, one seed: a candidate that could not become the incumbent); only a
+    # full verdict may make a program the search's best (mcts.py)
+    tier: str = "full"
 
     def to_json(self) -> dict:
         return {"program_hash": self.program_hash, "verified": self.verified, "latency_ms": self.latency_ms,
-                "latency_source": self.latency_source, **({"why": self.why} if self.why else {}),
+                "latency_source": self.latency_source, **({"tier": self.tier} if self.tier != "full" else {}),
+                **({"why": self.why} if self.why else {}),
                 **({"detail": self.detail} if self.detail else {}), **({"not_evaluated": "budget"} if self.cut else {})}
 
 
@@ -90,10 +95,16 @@ class Evaluator:
     ``make_job(stage, tag) -> CandidateJob`` packs a stage with what its test needs (the driver
     knows the source, specs and limits); ``log_test(stage, tag, verdict)`` records the test as the
     migration records every test; ``source`` is the search's latency source (a ``hw:`` label or
-    :data:`~xpiler.schedule.timing.MODEL`)."""
+    :data:`~xpiler.schedule.timing.MODEL`).
+
+    ``screen``: candidates are screened (jobs.py ``run_candidate``): one instance and one seed
+    first, the full test only for one whose latency beats the incumbent (``best_ms``: the untuned
+    kernel's, tag ``tune_root``, then the fastest fully verified candidate's). The untuned kernel
+    is screened only (the migration verified it in full before the search). ``log_test`` then gets
+    ``tier="screen"`` for a screening test."""
 
     def __init__(self, make_job: Callable, source: str, *, pool=None, log_test: Callable | None = None,
-                 run: Callable | None = None):
+                 run: Callable | None = None, screen: bool = False):
         from .jobs import run_candidate
         from .pool import LocalPool
         self.make_job, self.source = make_job, source
@@ -103,6 +114,8 @@ class Evaluator:
         self.memo: dict[str, Evaluation] = {}
         self.jobs: dict[str, object] = {}     # program hash -> its CandidateJob (for the confirm timing)
         self.tests = 0
+        self.screen = screen
+        self.best_ms: float | None = None    # the incumbent's latency (screening's bar for a full test)
 
     def answer(self, event):
         """The evaluator's side of the driver loop for a search strategy
@@ -129,7 +142,7 @@ class Evaluator:
                 todo.append((st, tag))
         if deadline is not None and todo and time.time() >= deadline:
             return [self.memo.get(st.key) or not_evaluated(st, "the search's deadline had passed") for st, _ in items]
-        plain = [self.make_job(st, tag) for st, tag in todo]
+        plain = [self._screened(self.make_job(st, tag), tag) for st, tag in todo]
         jobs = [cap_job(j, deadline) for j in plain]
         if not jobs:
             results = []
@@ -146,15 +159,37 @@ class Evaluator:
                 continue
             self.tests += 1
             self.jobs[st.key] = job
+            tier = r.get("tier", "full")
+            if r.get("screen_verdict"):
+                self._log(st, tag, Verdict.from_json(r["screen_verdict"]), "screen")
             v = Verdict.from_json(r["verdict"])
-            self.log_test(st, tag, v)
+            self._log(st, tag, v, tier)
             if not v.verified:
                 why = v.failures[0].message if v.failures else "not verified"
-                self.memo[st.key] = Evaluation(st.hash, False, why=why[:300])
+                if r.get("screen_verdict"):
+                    why = "passed screening, failed the full test: " + why
+                self.memo[st.key] = Evaluation(st.hash, False, why=why[:300], tier=tier)
             else:
-                self.memo[st.key] = Evaluation(st.hash, True, r.get("latency_ms"), r.get("latency_source", ""),
-                                                why=r.get("why", ""), detail=r.get("detail") or {})
+                ev = Evaluation(st.hash, True, r.get("latency_ms"), r.get("latency_source", ""),
+                                why=r.get("why", ""), detail=r.get("detail") or {}, tier=tier)
+                self.memo[st.key] = ev
+                if ev.latency_ms is not None and (tag == "tune_root" or tier == "full") \
+                        and (self.best_ms is None or ev.latency_ms < self.best_ms):
+                    self.best_ms = ev.latency_ms
         return [self.memo.get(st.key) or cut[st.key] for st, _ in items]
+
+    def _screened(self, job, tag: str):
+        """``job`` with the screening tier's fields (class doc), when this evaluator screens."""
+        if not self.screen or not hasattr(job, "screen"):
+            return job
+        # the untuned kernel: screened only (verified in full by the migration); its latency is the bar
+        return replace(job, screen=True, beat_ms=0.0 if tag == "tune_root" else self.best_ms)
+
+    def _log(self, st, tag: str, v, tier: str):
+        if tier == "full":
+            self.log_test(st, tag, v)
+        else:
+            self.log_test(st, tag, v, tier=tier)
 
     def confirm(self, a_hash: str, b_hash: str) -> tuple:
         """Hardware latencies of two evaluated programs, timed one after the other in one job; it

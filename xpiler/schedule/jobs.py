@@ -5,8 +5,10 @@ memory (texts, not paths; no open log).
 ``run_candidate(job)`` writes the source, its spec and reference, the candidate and its spec into a
 fresh folder, runs the migration's own test (``compare_kernels`` against the source and the
 reference, then the target's real compiler for cuda/hip, as every migration step), and when the
-candidate verifies, times it (hardware, or the cost model: ``job.latency_source``). It returns plain
-data: the verdict as JSON, the latency and its source; or ``{"cut": why}`` when ``job.deadline``
+candidate verifies, times it (hardware, or the cost model: ``job.latency_source``). With
+``job.screen`` it screens first (one instance, one seed, one build), times, and runs the full test
+only when the latency is under ``job.beat_ms`` (docs/schedule.md, "Screening"). It returns plain
+data: the verdict as JSON and its tier, the latency and its source; or ``{"cut": why}`` when ``job.deadline``
 ended its test or timing first (the search's budget: not evaluated, evaluator.py). ``run_confirm`` times two candidates one
 after the other in one call (the side-by-side timing before a tuned kernel replaces the untuned
 one).
@@ -42,6 +44,12 @@ class CandidateJob:
     repeats: int = 7
     src_path: str | None = None   # the source where it lies: used when the worker sees the same file
     extra: dict = field(default_factory=dict)
+    # the screening tier (evaluator.py, docs/schedule.md "Screening"): when set, the candidate is
+    # first tested on one instance with one seed; the full test runs only when its latency is under
+    # ``beat_ms`` (the incumbent's; None: always), so that only a candidate that would become the
+    # incumbent pays for it. ``screen=False``: the full test at once (as before screening)
+    screen: bool = False
+    beat_ms: float | None = None
 
 
 def _ext(dialect: str) -> str:
@@ -108,25 +116,64 @@ def _cut(v) -> str | None:
     return next((f.message for f in v.failures if f.code == "XP4020"), None) if not v.verified else None
 
 
-def run_candidate(job: CandidateJob) -> dict:
-    """Build, test and (when it verifies) time one candidate; plain data back."""
+def screen_instance(spec) -> str:
+    """The screening tier's instance: the spec's smallest own instance (fewest elements over its
+    arrays; the first of equals), the cheapest run on an emulator."""
+    insts = spec.instances()
+    return min(insts, key=lambda i: sum(i.numel(a.name) for a in spec.arrays)).name
+
+
+def _test(job: CandidateJob, src, sspec, cand, cspec, *, screen: bool):
+    """The migration's test of the candidate (``compare_kernels`` against the source and the
+    reference, then the real compiler for cuda/hip); ``screen``: one instance, one seed, one build
+    (no derived boundary instances, no AddressSanitizer, no emulator beside a GPU, no
+    real-compiler check). Returns (verdict, why it was cut or None)."""
     from xpiler.migration.driver import _real_compile_gate
     from xpiler.verify.tester import compare_kernels
+    kw = dict(instances=[screen_instance(cspec)], seeds=list(job.seeds[:1]), derive_boundaries=False,
+              sanitize=False, emulator_beside_gpu=False) if screen else dict(seeds=list(job.seeds))
+    v = compare_kernels(cand, cspec, against=(src, sspec), use_reference=bool(sspec.reference), jobs=job.jobs,
+                        timeout=job.run_limit, deadline=job.deadline, **kw)
+    if _cut(v):
+        return v, _cut(v)
+    if v.verified and not screen and job.dialect in ("cuda", "hip"):
+        left = _left(job)
+        if left is not None and left <= 0.05:
+            return v, "the deadline passed before the real compile check"
+        _real_compile_gate(job.dialect, cand, v)
+    return v, None
+
+
+def run_candidate(job: CandidateJob) -> dict:
+    """Build, test and (when it verifies) time one candidate; plain data back: ``verdict`` (the
+    last test's, as JSON), ``tier`` (``full`` or ``screen``: which test that was), ``screen_verdict``
+    (the screening test's, when a full test followed it), the latency and its source; or ``cut``."""
     d = Path(tempfile.mkdtemp(prefix="xpiler-cand-"))
     try:
         src, sspec, cand, cspec = _write(job, d)
-        v = compare_kernels(cand, cspec, against=(src, sspec), use_reference=bool(sspec.reference),
-                            seeds=list(job.seeds), jobs=job.jobs, timeout=job.run_limit, deadline=job.deadline)
-        if _cut(v):
-            return {"cut": _cut(v)}
-        if v.verified and job.dialect in ("cuda", "hip"):
-            left = _left(job)
-            if left is not None and left <= 0.05:
-                return {"cut": "the deadline passed before the real compile check"}
-            _real_compile_gate(job.dialect, cand, v)
-        out = {"verdict": v.to_json()}
-        if v.verified:
+        out: dict = {}
+        if job.screen:
+            sv, cut = _test(job, src, sspec, cand, cspec, screen=True)
+            if cut:
+                return {"cut": cut}
+            if not sv.verified:
+                return {"verdict": sv.to_json(), "tier": "screen"}
             lat = _latency(job, cand, cspec)
+            if "cut" in lat:
+                return lat
+            ms = lat.get("latency_ms")
+            if ms is None or (job.beat_ms is not None and ms >= job.beat_ms):
+                # it cannot become the incumbent: the screening verdict is its evaluation
+                return {"verdict": sv.to_json(), "tier": "screen", **lat}
+            out["screen_verdict"] = sv.to_json()
+        else:
+            lat = None
+        v, cut = _test(job, src, sspec, cand, cspec, screen=False)
+        if cut:
+            return {"cut": cut}
+        out.update(verdict=v.to_json(), tier="full")
+        if v.verified:
+            lat = lat or _latency(job, cand, cspec)
             if "cut" in lat:
                 return lat
             out.update(lat)

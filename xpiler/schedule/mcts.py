@@ -13,7 +13,9 @@ One iteration:
    seeded generator), apply it; a step the pass refuses is dropped; a program seen before is
    linked, not evaluated again;
 3. **evaluate**: reward 0 unless the program verifies, else its speed-up over the root
-   (``root latency / latency``, capped at :data:`REWARD_CAP` and scaled to [0, 1]);
+   (``root latency / latency``, capped at :data:`REWARD_CAP` and scaled to [0, 1]); a program
+   whose verdict is a screening test's (``Evaluation.tier == "screen"``: one instance, one seed)
+   earns its reward but never becomes the best: only a fully tested one does;
 4. **backpropagate** the reward along the path taken.
 
 It stops at the time budget (seconds, a wall-clock cap: no round starts with less left than the
@@ -248,7 +250,9 @@ class MCTS:
                 if not nx.has_path(self.g, ch, h):
                     self.g.add_edge(h, ch, step=step.describe())
                 self.on_event(kind="evaluate", node=ch, parent=h, step=step, evaluation=ev, evals=evals)
-                if ev.verified and ev.latency_ms is not None and (best_ms is None or ev.latency_ms < best_ms):
+                # only a fully tested program becomes the best (a screened one earns its reward only)
+                if ev.verified and ev.latency_ms is not None and getattr(ev, "tier", "full") == "full" \
+                        and (best_ms is None or ev.latency_ms < best_ms):
                     best_h, best_ms, since_best = ch, ev.latency_ms, 0
                     curve.append((evals, best_ms))
             for w in walks:

@@ -321,7 +321,7 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                     timeout: float = 120.0, mem_mb: int = 4096, jobs: int = 2,
                     progress: Callable[[int, int], None] | None = None, deadline: float | None = None,
                     stop_on_failure: bool = False, derive_boundaries: bool = True,
-                    source_check: bool = False) -> Verdict:
+                    source_check: bool = False, emulator_beside_gpu: bool = True) -> Verdict:
     """Run ``candidate`` on every instance × seed and compare with the oracle(s).
 
     ``deadline`` (a ``time.time()`` value, e.g. the end of a migration's budget): no run is
@@ -335,6 +335,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
     a crash, a sanitizer report) is outside the source's domain: it is left out with a note, for
     the candidate too (``source_check``: the candidate *is* the source kernel, the driver's
     check of its input). The spec's own instances are never left out.
+    ``emulator_beside_gpu=False``: a cuda kernel on a GPU runs there only, not also on the
+    emulator (one build: the search's screening tier, whose verdict verifies nothing by itself).
     """
     t0 = time.time()
     candidate = Path(candidate)
@@ -364,7 +366,8 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
         try:
             runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
             runners = [runner]
-            if runner.substrate.startswith("hw:nvidia") and os.environ.get("XPILER_SUBSTRATE", "auto") != "hw":
+            if runner.substrate.startswith("hw:nvidia") and os.environ.get("XPILER_SUBSTRATE", "auto") != "hw" \
+                    and emulator_beside_gpu:
                 # a GPU run has no AddressSanitizer and one (the hardware's) thread schedule: a race,
                 # a dropped barrier or an out-of-bounds read inside an allocation goes unseen there.
                 # The emulator (ASan, seeded schedules) runs the same tests beside it; both must pass.
