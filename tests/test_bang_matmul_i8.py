@@ -177,3 +177,14 @@ def test_exact_at_the_ends_of_the_ranges(migrated, av, bv, K):
     want = (A.astype(np.int64) @ B.astype(np.int64))
     assert av == 0 or np.abs(want).max() > 2 ** 24
     assert np.array_equal(np.asarray(got).reshape(M, N_).astype(np.int64), want.astype(np.int32).astype(np.int64))
+
+
+def test_refused_when_the_scratch_does_not_fit_in_nram():
+    q = staged()
+    f = q.func("gemm_vnni")
+    big = N.Decl("other_nram", N.Array(N.Scalar("int8"), (N.Const(300000, "int32", "300000"),)), scope="nram")
+    nf = f.with_(body=f.body.with_(stmts=(big,) + f.body.stmts))
+    q = q.with_(items=tuple(nf if it is f else it for it in q.items))
+    with pytest.raises(PassError) as e:
+        tensorize.apply(q, entry="gemm_vnni", target="bang")
+    assert e.value.code == "XP4001" and "does not fit in NRAM" in e.value.why
