@@ -999,12 +999,18 @@ def _kind(a, b):
 
 def _bound_lets(func: N.Func, loops) -> dict:
     """``{name: definition}`` of the scalars named in the bounds of ``loops`` that are declared
-    once in ``func`` with a pure definition and never assigned, and whose definition names only
-    such scalars or never-assigned parameters: the name holds its definition's value wherever
-    the loops run (the bound of a collapsed row loop, ``int rows = N * Ho``; issue 15)."""
+    once in ``func``, at its top level before the statement that holds the loops, with a pure
+    definition and never assigned, and whose definition names only such scalars or never-assigned
+    parameters: the name holds its definition's value wherever the loops run (the bound of a
+    collapsed row loop, ``int rows = N * Ho``; issue 15)."""
     names = {n.name for l in loops for e in (l.lo, l.hi, l.step) for n in walk(e) if isinstance(n, N.Var)}
-    if not names:
+    if not names or not loops:
         return {}
+    top = list(func.body.stmts)
+    at = next((k for k, st in enumerate(top) if any(n is loops[0] for n in walk(st))), None)
+    if at is None:
+        return {}
+    before = {st.name for st in top[:at] if isinstance(st, N.Decl)}
     assigned = assigned_names(func.body)
     count: dict = {}
     decls = {}
@@ -1020,9 +1026,10 @@ def _bound_lets(func: N.Func, loops) -> dict:
     out = {}
     for name in sorted(names):
         d = decls.get(name)
-        if d is None or d.init is None or not fixed(name) or not _pure_value(d.init):
+        if d is None or name not in before or d.init is None or not fixed(name) or not _pure_value(d.init):
             continue
-        if all(fixed(n.name) for n in walk(d.init) if isinstance(n, N.Var)):
+        if all(fixed(n.name) and (n.name in before or count.get(n.name, 0) == 0)
+               for n in walk(d.init) if isinstance(n, N.Var)):
             out[name] = d.init
     return out
 
