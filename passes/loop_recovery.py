@@ -56,6 +56,9 @@ and docs/passes/loop_recovery.md. Each of these ways is also a value of ``normal
 (:data:`NORMALIZE`: ``"partition"``, ``"task_slices"``, ``"staged"``, ``"loops"``), refused with
 ``AlternativeRefused`` (XP4002) where it does not apply; the plans propose them in that order as
 steps of their own, so the provenance log names the one taken and why the others were refused.
+With ``staged_conv=True`` (only the bang → cuda / hip plans pass it), un-staging lifts banded
+tasks only as staged 2-D convolutions (``passes/unband_conv.py``), and the pass is refused
+(``AlternativeRefused``) where none is lifted.
 
 Legality (:func:`check`): the program is cuda/hip/bang with the entry defined; every launch
 dimension is an expression over kernel parameters; no warp collective, WMMA/MFMA fragment op,

@@ -1,6 +1,7 @@
 """Un-banding a BANG 2-D convolution staged through channel-padded, transposed NRAM / WRAM copies
 (conv2d_nchw.mlu): a step of loop recovery's un-staging, tried by :func:`passes.unband.unband`
-when the one-gather form of conv1d.mlu does not fit.
+in place of the one-gather form of conv1d.mlu when loop recovery is asked for ``staged_conv``
+(the bang → cuda / hip plans only: on c the staged form is faster; docs/decisions.md).
 
 After detensorize and loop recovery the task reads (abridged)::
 
