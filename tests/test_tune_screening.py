@@ -5,7 +5,7 @@ screening and fails the full test is never the search's answer.
 
 The real strategy, evaluator, pool and job function (``run_candidate``: which tests it runs, in
 what order); the test itself and the timing are scripted (nothing is built), so the tiers' logic
-is what is checked. A real migration's log shows the tiers in the last test."""
+is what is checked; the last test runs a real tuned migration and reads the tiers in its log."""
 from __future__ import annotations
 
 import pytest
@@ -143,3 +143,27 @@ def test_mcts_makes_only_a_fully_tested_program_the_best(tier, best):
     assert res.evaluations == 1 and (res.best_hash == "a") is best
     assert m.g.nodes["a"]["value"] > 0, "a screened program's reward comes from its screening verdict"
 
+
+
+def test_a_real_tuned_migration_screens_and_returns_a_fully_tested_kernel(tmp_path, monkeypatch):
+    """softmax.c -> cuda with --tune (the cost model; candidates built and run on emu:simt-cpu):
+    the candidates' tests are screening tests (one instance, one seed) unless a candidate beat the
+    incumbent, and the returned kernel has a verified full test (every instance, every seed)."""
+    from pathlib import Path
+    import json
+    import xpiler.schedule.tune as T
+    from xpiler.api import migrate
+    monkeypatch.setattr(T, "source_for", lambda dialect, text: MODEL)
+    src = Path(__file__).resolve().parents[1] / "examples" / "softmax" / "softmax.c"
+    r = migrate(src, "cuda", outdir=tmp_path / "o", tune=True, max_evals=4, perf=False, seed=1)
+    assert r.verified
+    ev = [json.loads(x) for x in Path(r.log_path).read_text().splitlines()[1:]]
+    tests = [e for e in ev if e["type"] == "test" and str(e["stage"]).startswith("tune")]
+    screens = [e for e in tests if e["tier"] == "screen"]
+    fulls = [e for e in tests if e["tier"] == "full"]
+    assert screens and all(len(e["instances"]) == 1 and len(e["seeds"]) == 1 for e in screens)
+    assert len(fulls) < len(screens)
+    out = next(e for e in ev if e["type"] == "output")
+    full = [e for e in ev if e["type"] == "test" and e["program_hash"] == out["program_hash"]
+            and e.get("tier", "full") == "full" and e["verified"]]
+    assert full and len(full[-1]["seeds"]) == 3 and len(full[-1]["instances"]) > 1
