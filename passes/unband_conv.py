@@ -661,14 +661,19 @@ class _Conv(_Band):
                    "every row of a band has the band's quotient")
         self.prove(in_rows, N.BinOp("==", N.BinOp("%", _add(N.Var(r), oh), Dv), _add(N.Var(hname), oh)), blets,
                    "the rows of a band are consecutive remainders")
-        # the copy-out: loops (seg, j); j = oh * Wv + wo with opix == band * Wv
-        (sv, slo, shi, _), (jv, jlo, jhi, _) = out.loops
-        if not (slo == _c(0) and jlo == _c(0)):
+        # the copy-out: two loops, one over the channels and one over the band's pixels
+        # j = oh * Wv + wo with opix == band * Wv: (channel, pixel) for a channel-major copy-out
+        # (conv2d_nchw.mlu), (pixel, channel) for a channel-last one (conv2d_nhwc.mlu)
+        (s0, lo0, hi0, _), (s1, lo1, hi1, _) = out.loops
+        if not (lo0 == _c(0) and lo1 == _c(0)):
             raise Refused("the copy-out loops do not start at 0")
         Wv = None
-        for name in [d.name for d in task.body.stmts if isinstance(d, N.Decl)]:
-            if name in self.lets and self.holds(inband, N.BinOp("==", jhi, _mul(step, N.Var(name))), blets):
-                Wv = N.Var(name)
+        for (sv, shi), (jv, jhi) in (((s0, hi0), (s1, hi1)), ((s1, hi1), (s0, hi0))):
+            for name in [d.name for d in task.body.stmts if isinstance(d, N.Decl)]:
+                if name in self.lets and self.holds(inband, N.BinOp("==", jhi, _mul(step, N.Var(name))), blets):
+                    Wv = N.Var(name)
+                    break
+            if Wv is not None:
                 break
         if Wv is None:
             raise Refused("the copied-out pixels of a band are not its rows times a width")
@@ -706,6 +711,28 @@ class _Conv(_Band):
                 raise Refused("an address depends on the band other than through its row")
             return _horner(P2, p, names, {hoL, nL} | {sp.Symbol(v, integer=True) for v, *_ in rl}
                            | {sp.Symbol(wo.name, integer=True), sp.Symbol(co.name, integer=True)})
+        kept = set(self.lets) | {nname, hname}
+
+        def declared(e):
+            """``e`` naming only lets the lifted program declares: a band's let (a detensorized
+            __bang_conv's own output width) becomes a task let of the same value (``Wo``), else
+            its definition."""
+            for _ in range(40):
+                hidden = sorted({n.name for n in walk(e) if isinstance(n, N.Var) and n.name in lets2
+                                 and n.name not in kept})
+                if not hidden:
+                    return e
+                to = {}
+                for h in hidden:
+                    key = _strip_int_casts(P2.expand_ir(N.Var(h)))
+                    same = [k for k in sorted(self.lets) if _strip_int_casts(P2.expand_ir(N.Var(k))) == key]
+                    to[h] = N.Var(same[0]) if same else lets2[h]
+                e = substitute(e, to)
+            raise Refused("a lifted index names declarations of the band too deeply")
+        _lifted = lifted
+
+        def lifted(e):
+            return declared(_lifted(e))
         out_idx = lifted(substitute(out.off, at))
         self.digits_ok = self.distinct_rows(out_idx, rowv, nname, hname, Dv, [(wo, Wv), (co, shi)],
                                             [N.BinOp(">=", rowv, r_begin), N.BinOp("<", rowv, r_end)] + task_range)

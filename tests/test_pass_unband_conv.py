@@ -167,3 +167,33 @@ def test_staged_conv_refuses_other_band_loops_and_kernels_without_one():
                                                 assume=assume)[0], "conv1d")
     with pytest.raises(AlternativeRefused):          # no un-staging asked for: the lift cannot run
         loop_recovery.apply(_prog(SRC), entry="conv2d_nchw", launch=BLOCK4, normalize="staged", staged_conv=True)
+
+
+def test_conv2d_nhwc_mlu_lifts_with_its_channel_last_copy_out(tmp_path):
+    # conv2d_nhwc.mlu copies a band out as band * Wo pixels of Cout channels (pixels outer): the
+    # lift reads either order of the copy-out loops; its detensorized __bang_conv names its own
+    # output width, which the lifted index must spell as the task's Wo (declared), not the
+    # band's name (gone after the lift: the C would not compile)
+    src = (ROOT / "examples/conv2d_nhwc/conv2d_nhwc.mlu").read_text()
+    prog = detensorize.apply(parse_text(src, "bang", "conv2d_nhwc.mlu"), entry="conv2d_nhwc", target="c")
+    prog = prog[0] if isinstance(prog, tuple) else prog
+    new, _ = loop_recovery.apply(prog, entry="conv2d_nhwc", launch={"dim": [8, 1, 1], "func_type": "union1"},
+                                 normalize="task_slices", staged_conv=True, assume=ASSUME)
+    assert not has_while_in(new, "conv2d_nhwc")
+    text = print_program(new)
+    assert "for (int i = 0; i < rows; ++i)" in text and "nram_buf[" not in text[text.index("void conv2d_nhwc"):]
+    fn = _lib(text.replace("float nram_buf[NRAM_FLOATS];", "static float nram_buf[NRAM_FLOATS];").replace(
+        "float wram_filter[FILTER_FLOATS];", "static float wram_filter[FILTER_FLOATS];"), tmp_path, "nhwc").conv2d_nhwc
+    N_, H, W, Cin, Cout, KH, KW, S = 2, 7, 6, 3, 5, 3, 2, 2
+    Ho, Wo = (H - KH) // S + 1, (W - KW) // S + 1
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-2, 2, (N_, H, W, Cin)).astype(np.float32)
+    w = rng.uniform(-1, 1, (Cout, KH, KW, Cin)).astype(np.float32)
+    y = np.full((N_, Ho, Wo, Cout), -7.0, np.float32)
+    fn(ptr(x), ptr(w), ptr(y), *map(ctypes.c_int, (N_, H, W, Cin, Cout, KH, KW, S)))
+    ref = np.zeros((N_, Ho, Wo, Cout))
+    for kh in range(KH):
+        for kw in range(KW):
+            patch = x[:, kh:kh + S * (Ho - 1) + 1:S, kw:kw + S * (Wo - 1) + 1:S, :].astype(np.float64)
+            ref += np.einsum("nhwc,oc->nhwo", patch, w[:, kh, kw, :].astype(np.float64))
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
