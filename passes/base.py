@@ -27,9 +27,10 @@ PASSES = ("loop_recovery", "binding", "split", "fuse", "reorder", "expansion", "
 #: ``modulo_split`` turns a loop indexing ``seg[i % m]`` (BANG cycle ops) into rows of ``m``,
 #: ``argmax_value`` turns a max / min search whose index is never read into a fold,
 #: ``flatten_lanes`` turns a detensorized vector loop and its lane loops into one element loop,
-#: ``unstage_rows`` turns a BANG row loop over one NRAM-staged padded row into a plain row body
+#: ``unstage_rows`` turns a BANG row loop over one NRAM-staged padded row into a plain row body,
+#: ``row_registers`` holds a bound cuda/hip row's elements in registers when the row is short
 STEPS = ("untile", "unblock", "guard_loops", "vectorize_simt", "unthread", "modulo_split", "argmax_value",
-         "flatten_lanes", "unstage_rows")
+         "flatten_lanes", "unstage_rows", "row_registers")
 
 
 class PassError(XPError):

@@ -12,7 +12,7 @@ import pytest
 from xpiler.frontend import parse_file, parse_text
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
-from xpiler.migration.pipeline import REQUIRE, ROWS, _finish, plans
+from xpiler.migration.pipeline import REQUIRE, ROW_REGS, ROWS, _finish, plans
 from xpiler.passes import binding
 from xpiler.passes.base import AlternativeRefused, PassError
 from xpiler.printers import print_program
@@ -33,7 +33,9 @@ def test_the_first_plan_to_simt_binds_rows_to_blocks(src, dst, before):
     assert step == {"target": dst, **ROWS, REQUIRE: True}
     names = [n for n, _ in ps[0]]
     assert names[:2] == ["detensorize", "loop_recovery"]
-    assert names[names.index("binding") + 1:] == [n for n, _ in _finish(dst)]   # the direction's usual finish
+    # the row held in registers where it is short (passes/row_registers.py), then the direction's usual finish
+    assert names[names.index("binding") + 1:] == ["row_registers"] + [n for n, _ in _finish(dst)]
+    assert dict(ps[0])["row_registers"] == {"target": dst, **ROW_REGS}
     assert (names[2] if before else "binding") == (before or "binding")
     # every other plan is the direction's own, without the row form, except (c sources) the one
     # that first makes AVX-512 lane loops plain row loops (flatten_lanes rows=True, then this binding)

@@ -15,7 +15,7 @@ import pytest
 from xpiler.frontend import parse_file, parse_text
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
-from xpiler.migration.pipeline import REQUIRE, ROWS, _finish, plans
+from xpiler.migration.pipeline import REQUIRE, ROW_REGS, ROWS, _finish, plans
 from xpiler.passes import flatten_lanes as FL
 from xpiler.passes import fuse as F
 from xpiler.passes.base import PassError, get
@@ -143,7 +143,8 @@ def test_c_plans_offer_the_lane_row_plan_after_the_plain_row_plan(dst):
     assert [n for n, _ in lanes][:4] == ["detensorize", "loop_recovery", "flatten_lanes", "binding"]
     assert lanes[2][1] == {"rows": True, REQUIRE: True}
     assert lanes[3][1] == {"target": dst, **ROWS, REQUIRE: True}
-    assert lanes[4:] == _finish(dst)
+    assert lanes[4] == ("row_registers", {"target": dst, **ROW_REGS})     # passes/row_registers.py
+    assert lanes[5:] == _finish(dst)
     # no other direction gets it
     for src in ("cuda", "hip", "bang"):
         assert not any(p.get("rows") for q in plans(src, dst) for n, p in q if n == "flatten_lanes")

@@ -36,6 +36,10 @@ GEMM_C = {"micro": "6x32", "kc": 256}
 #: skipped (docs/decisions.md, 2026-12-05 "Row kernels bind one block per row by default"; the
 #: block size: 2026-12-05, fourteenth session, "Rows at block 128")
 ROWS = {"rows": "block", "reduce": "shuffle", "block": 128, "row_kernel": True}
+#: after that binding, a row of at most ``slots * block`` columns is held in registers, each element
+#: read once and written once (passes/row_registers.py), the bound loop kept for longer rows; skipped
+#: where it does not apply (docs/decisions.md, 2026-12-05 fifteenth session, "Rows in registers")
+ROW_REGS = {"slots": 8, "as_alternative": True}
 
 
 def _cache(dst: str, **extra) -> tuple[str, dict]:
@@ -118,15 +122,15 @@ def row_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         return []
     prefix = [("detensorize", {"target": dst}), recover()]
     prefix += [("unthread", {})] if src in SIMT else [("unblock", {})] if src == "bang" else []
-    out = [prefix + [("binding", {"target": dst, **ROWS, REQUIRE: True})] + _finish(dst)]
+    bind = [("binding", {"target": dst, **ROWS, REQUIRE: True}), ("row_registers", {"target": dst, **ROW_REGS})]
+    out = [prefix + bind + _finish(dst)]
     if src == "c":
         # an AVX-512 row kernel (softmax_avx512.c: lane-array reductions, 16-wide loops with masked
         # tails) made plain scalar row loops first (flatten_lanes rows=True: helpers inlined, lane
         # fusions with one check per pair, lane accumulators made scalars, each vector loop joined
         # with its tail; passes/flatten_lanes.py), then bound the same way; probed, after the plan
         # above so that a scalar row kernel never pays for it (docs/decisions.md, 2026-12-05)
-        out.append(prefix + [("flatten_lanes", {"rows": True, REQUIRE: True}),
-                             ("binding", {"target": dst, **ROWS, REQUIRE: True})] + _finish(dst))
+        out.append(prefix + [("flatten_lanes", {"rows": True, REQUIRE: True})] + bind + _finish(dst))
     return out
 
 
@@ -197,7 +201,7 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # (passes/block_rows.py); probed through the binding, the general plan when it does not apply
         rows = general[:1] + [("unstage_rows", {REQUIRE: True}), recover(), ("argmax_value", {}),
                               ("binding", {"target": dst, "rows": "block", "reduce": "shuffle", "block": 256,
-                                           REQUIRE: True})] + _finish(dst)
+                                           REQUIRE: True}), ("row_registers", {"target": dst, **ROW_REGS})] + _finish(dst)
         # a 2-D convolution staged through channel-padded, transposed NRAM / WRAM copies
         # (conv2d_nchw.mlu) is lifted back to its plain loop nest (passes/unband_conv.py), which the
         # cache pass then tiles like conv2d_nchw.c; probed, skipped unless the lift applies. Only here:

@@ -4,7 +4,8 @@ Each pass module lists the parameter sets it can legally apply to a program for 
 (``passes/<name>.py: candidates(program, target)``, each checked by the pass's named legality
 check). The tuner searches over the passes in :data:`TUNING_PASSES`: those that rewrite a program
 already in the target dialect (split, reorder, fuse, expansion, contraction, cache, pipeline,
-tensorize), and the ``vectorize_simt`` step (float4 loads for a cuda/hip elementwise loop).
+tensorize), the ``vectorize_simt`` step (float4 loads for a cuda/hip elementwise loop) and the
+``row_registers`` step (a bound row held in registers).
 Loop recovery, detensorize and binding change the program's dialect or model; they
 are the plan's steps, taken before the search starts from the verified target program.
 
@@ -18,7 +19,7 @@ from .step import Step
 #: the passes whose candidates the search expands, in this order (ties in the search are broken
 #: by this order, then by the parameters' canonical text)
 TUNING_PASSES = ("split", "reorder", "fuse", "expansion", "contraction", "cache", "pipeline", "tensorize",
-                 "vectorize_simt")
+                 "vectorize_simt", "row_registers")
 
 
 def legal_steps(program, entry: str, target: str, passes=TUNING_PASSES) -> list[Step]:
