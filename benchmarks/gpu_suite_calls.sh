@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole default (untuned) cuda and hip suite made and timed on a warm GPU machine, in device
+# calls of at most 10 minutes (the fifteenth session found 73 cuda migrations need about 440 s on
+# its 16 cores, more than one call can hold beside the timing run). The work folder W outside the
+# snapshot survives between calls while the machine stays warm (30 s), so make the calls back to
+# back; a call whose folder is gone starts over. Each call writes its logs under $OUT.
+#   bash benchmarks/device_snapshot.sh .whl        # then carry .devsnap and run in .devsnap:
+#   CALL=1 bash benchmarks/gpu_suite_calls.sh      # cuda migrations, first half
+#   CALL=2 bash benchmarks/gpu_suite_calls.sh      # cuda second half + the cuda timing table
+#   CALL=3 bash benchmarks/gpu_suite_calls.sh      # hip migrations + the hip-on-cuda table
+#   CALL=4 bash benchmarks/gpu_suite_calls.sh      # idiom counts of W, the given test files
+# Written 2026-12-05 (fifteenth session).
+set -u
+OUT=${OUT:-gpu_out}
+W=${W:-/tmp/xpsuite}
+mkdir -p "$OUT" "$W"
+if [ ! -d /tmp/site/z3 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 \
+        || { echo "wheel install failed"; exit 1; }
+fi
+export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
+cat COMMIT 2>/dev/null; nvidia-smi --query-gpu=name --format=csv,noheader
+mig() {   # target shard limit
+    timeout "$3" python3 benchmarks/migrate_all.py --to "$1" --shard "$2" --workers "${WORKERS:-16}" \
+        --keep "$W/k" --json "$W/mig_${1}_${2/\//of}.json" > "$W/mig_${1}_${2/\//of}.txt" 2>&1
+    cp "$W/mig_${1}_${2/\//of}.txt" "$OUT/" 2>/dev/null
+    grep -c '^PASS' "$W/mig_${1}_${2/\//of}.txt"; grep -v '^PASS' "$W/mig_${1}_${2/\//of}.txt" | tail -12
+}
+case "${CALL:-1}" in
+1) mig cuda 0/2 "${LIMIT:-540}" ;;
+2) mig cuda 1/2 "${LIMIT:-330}"
+   timeout "${PERF_S:-230}" python3 benchmarks/gpu_perf.py "$W/k" --out "$OUT" --to cuda --jobs 16 \
+       > "$OUT/gpu_perf_cuda.txt" 2>&1; tail -60 "$OUT/gpu_perf_cuda.txt" ;;
+3) mig hip 0/1 "${LIMIT:-400}"
+   timeout "${PERF_S:-170}" python3 benchmarks/gpu_perf.py "$W/k" --out "$OUT" --to hip --jobs 16 \
+       > "$OUT/gpu_perf_hip.txt" 2>&1; tail -50 "$OUT/gpu_perf_hip.txt" ;;
+4) python3 benchmarks/idiom_check.py --json "$OUT/idiom.json" "$W/k" > "$OUT/idiom.txt" 2>&1; tail -8 "$OUT/idiom.txt"
+   [ -n "${TESTS:-}" ] && timeout "${TEST_S:-400}" python3 -m pytest -v -n 16 -p no:cacheprovider -rfE $TESTS \
+       > "$OUT/pytest.txt" 2>&1; grep -E "FAILED|passed|failed" "$OUT/pytest.txt" 2>/dev/null | tail -20 ;;
+esac
