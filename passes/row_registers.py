@@ -30,7 +30,8 @@ Legality (:func:`check`; ``PassError`` XP4002 where there is nothing to do, XP40
 stands in the way):
 
 * the entry has one top-level row loop bound to ``blockIdx.x`` whose column loops (bound to
-  ``threadIdx.x``: binding's spread form, which already established that their iterations are
+  ``threadIdx.x``, each a statement of the row body or of a block there, never under a condition:
+  binding's spread form, which already established that their iterations are
   independent except for the reductions it folded) all have step 1, a constant start, no nested
   loop, and one bound ``H`` made of parameters the function never assigns; the launch's block is
   a constant;
@@ -182,6 +183,10 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", slots: int = 
     cols = _column_loops(row)
     if not cols:
         raise AlternativeRefused(NAME, f"row loop '{row.var}' has no column loop bound to threadIdx.x", row)
+    for top, c in cols:
+        if not (top is c or isinstance(top, N.Block) and any(x is c for x in top.stmts)):
+            raise AlternativeRefused(NAME, f"column loop '{c.var}' runs under a condition or another loop of the "
+                                           f"row body (binding's spread form has it at the top)", c)
     hi = None
     for _, c in cols:
         if not (isinstance(c.step, N.Const) and c.step.value == 1 and isinstance(c.lo, N.Const)

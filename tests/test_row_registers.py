@@ -140,3 +140,18 @@ def test_softmax_c_to_cuda_verifies_both_versions(tmp_path):
     assert test["verified"]
     assert any(d["sizes"].get("cols", 0) > 1024 for d in test.get("derived", []))
     assert "xp_reg_" in (out / "softmax.cu").read_text()
+
+
+def test_a_column_loop_under_a_condition_is_refused():
+    """The step relies on every column loop running for every row (its loads read what the source
+    reads); one wrapped in an `if` is refused (XP4002)."""
+    from xpiler.passes import dependence as D
+    prog = _bound(parse_file(EXAMPLES / "softmax" / "softmax.c"), "softmax")
+    f = prog.func("softmax")
+    row = next(s for s in f.body.stmts if isinstance(s, N.For) and s.binding == "blockIdx.x")
+    blk = next(s for s in row.body.stmts if isinstance(s, N.Block) and any(isinstance(x, N.For) for x in s.stmts))
+    guarded = N.If(N.BinOp(">", N.Var("rows"), N.Const(0, "int32", "0")), blk)
+    f2 = f.with_(body=D.replace_node(f.body, blk, guarded))
+    prog2 = prog.with_(items=tuple(f2 if it is f else it for it in prog.items))
+    with pytest.raises(AlternativeRefused, match="under a condition"):
+        row_registers.apply(prog2, entry="softmax", target="cuda")
