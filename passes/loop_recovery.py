@@ -71,6 +71,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly as P
 from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import outside_loops, rewrite, substitute, walk
 
@@ -1838,38 +1839,36 @@ class _NoNorm(Exception):
 _INT_DTYPES = ("int32", "int64", "uint32", "uint64", "int16", "uint16", "int8", "uint8", "char")
 
 
-class _Poly:
-    """Integer polynomial over opaque atoms (variables and non-polynomial subexpressions),
-    used to compare index expressions: {monomial (sorted atom keys): coefficient}."""
+class _Poly(P.Reader):
+    """Reads index expressions into the polynomial model (``xpiler/ir/poly.py``) over opaque atom
+    keys, to compare them: a variable is its name, another binary operator ``(lhs)op(rhs)`` over
+    the keys of its operands, anything else its repr without source locations; integer casts are
+    read through. ``atoms`` maps each key to (the node it was read from, its variables)."""
 
     def __init__(self):
         self.atoms = {}     # key -> (node, vars)
 
-    def of(self, e) -> dict:
-        if isinstance(e, N.Const) and _is_const(e):
-            return {(): e.value} if e.value else {}
-        if isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in _INT_DTYPES:
-            return self.of(e.expr)
-        if isinstance(e, N.BinOp) and e.op in ("+", "-"):
-            a, b = self.of(e.lhs), self.of(e.rhs)
-            return _padd(a, b, 1 if e.op == "+" else -1)
-        if isinstance(e, N.BinOp) and e.op == "*":
-            return _pmul(self.of(e.lhs), self.of(e.rhs))
-        if isinstance(e, N.UnOp) and e.op == "-":
-            return _padd({}, self.of(e.operand), -1)
-        if isinstance(e, N.UnOp) and e.op == "+":
-            return self.of(e.operand)
+    def strip(self, e):
+        while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in _INT_DTYPES:
+            e = e.expr
+        return e
+
+    def leaf(self, e):
         if isinstance(e, N.Var):
             key = e.name
         elif isinstance(e, N.BinOp):
-            key = f"({self.key(e.lhs)}){e.op}({self.key(e.rhs)})"
+            key = f"({self.text(e.lhs)}){e.op}({self.text(e.rhs)})"
         else:
             key = repr(rewrite(e, lambda n: n.with_(loc=None) if getattr(n, "loc", None) is not None else n))
         self.atoms.setdefault(key, (e, _vars(e)))
         return {(key,): 1}
 
-    def key(self, e) -> str:
-        return repr(sorted(self.of(e).items()))
+    def of(self, e) -> dict:
+        return self.read(e)
+
+    def text(self, e) -> str:
+        """The key text of an operand: its polynomial, sorted (``key`` is the model's atom order)."""
+        return repr(sorted(self.read(e).items()))
 
     def expr(self, mono):
         """The expression of a monomial (coefficient, atom keys)."""
@@ -1883,26 +1882,6 @@ class _Poly:
         if out is None:
             return _c(k)
         return out if k == 1 else _mul(_c(k), out)
-
-
-def _padd(a, b, sign):
-    out = dict(a)
-    for m, c in b.items():
-        out[m] = out.get(m, 0) + sign * c
-        if out[m] == 0:
-            del out[m]
-    return out
-
-
-def _pmul(a, b):
-    out = {}
-    for m1, c1 in a.items():
-        for m2, c2 in b.items():
-            m = tuple(sorted(m1 + m2))
-            out[m] = out.get(m, 0) + c1 * c2
-            if out[m] == 0:
-                del out[m]
-    return out
 
 
 def _simplify_div_mod(e):
@@ -2414,7 +2393,7 @@ class _Normalizer:
         for start in coefs:
             seq, rest = [start], set(coefs) - {start}
             while rest:
-                want = _pmul(self._mono_poly(coefs[seq[-1]]), self.poly.of(self.extent[seq[-1]]))
+                want = P.mul(self._mono_poly(coefs[seq[-1]]), self.poly.of(self.extent[seq[-1]]))
                 nxt = [v for v in rest if self._mono_poly(coefs[v]) == want]
                 if len(nxt) != 1:
                     break
@@ -2433,7 +2412,7 @@ class _Normalizer:
         mine = [(c, tuple(a for a in mono if a != chain[0])) for mono, c in own.items() if chain[0] in mono]
         if len(mine) == 1 and not any(self.poly.atoms[a][1] & pset for a in mine[0][1]):
             unit = unit + (self.poly.expr(mine[0]),)
-        span = _pmul(self._mono_poly(coefs[chain[-1]]), self.poly.of(self.extent[chain[-1]]))
+        span = P.mul(self._mono_poly(coefs[chain[-1]]), self.poly.of(self.extent[chain[-1]]))
         # the offset, over the kernel's own names (only partition-dependent values substituted)
         off = _fold(rewrite(rewrite(_simplify_div_mod(self._subst(e, False)),
                                     lambda n: _c(0) if isinstance(n, N.Var) and n.name in pset else n),
@@ -2672,7 +2651,7 @@ class _Normalizer:
 
     def _covers(self, span, off, b):
         """off + span >= b whenever b > off (so the bound alone decides the trip count)."""
-        want = _padd(self.poly.of(self._subst(b)), self.poly.of(self._subst(off)), -1)
+        want = P.add(self.poly.of(self._subst(b)), self.poly.of(self._subst(off)), -1)
         if span == want:
             return True
         if len(span) != 1:
@@ -2684,7 +2663,7 @@ class _Normalizer:
         if not (isinstance(node, N.BinOp) and node.op == "/" and _is_const(node.rhs) and node.rhs.value > 0):
             return False
         bdiv = node.rhs.value
-        return k % bdiv == 0 and k >= bdiv and self.poly.of(node.lhs) == _padd(want, {(): bdiv - 1}, 1)
+        return k % bdiv == 0 and k >= bdiv and self.poly.of(node.lhs) == P.add(want, {(): bdiv - 1}, 1)
 
     # ---------------------------------------------------------------- clean-up
     def _drop_dead(self, stmts):

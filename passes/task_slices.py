@@ -61,6 +61,7 @@ from __future__ import annotations
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir.poly import add as poly_add
 from xpiler.ir import smt
 from xpiler.ir.visit import outside_loops, substitute, walk
 
@@ -93,8 +94,8 @@ def _const(e, macros):
 
 class _Collapse:
     def __init__(self, fn: N.Func, levels, program):
-        from .loop_recovery import _Poly, _fold, _padd
-        self._Poly, self._fold, self._padd = _Poly, _fold, _padd
+        from .loop_recovery import _Poly, _fold
+        self._Poly, self._fold = _Poly, _fold
         self.fn, self.program = fn, program
         self.macros = {m.name: m for m in (program.macros if program is not None else ())}
         if len(levels) != 1:
@@ -290,7 +291,7 @@ class _Collapse:
                         if self.rows_form:
                             return N.Const(0, "int32", "0")
                         raise Refused(f"the element index {_show(n.index)} does not advance by one with '{v}'")
-                    p = self._padd(p, {(v,): 1}, -1)
+                    p = poly_add(p, {(v,): 1}, -1)
                 base = {m: c for m, c in p.items() if any(self.poly.atoms[a][1] & self.K for a in m)}
                 bad = {a for m in base for a in m if self.poly.atoms[a][1] & (set(lanes_vars) | (
                     self.K - {self.tv} - {d.name for d in self.task_decls}))}
@@ -310,7 +311,7 @@ class _Collapse:
         if not isinstance(e, N.Expr) or not (_vars(e) & self.K):
             return e
         if self._int_expr(e):
-            r = self._padd(self.poly.of(e), self.G, -1)
+            r = poly_add(self.poly.of(e), self.G, -1)
             if self._k_free(r):
                 rest = _expr_of(self.poly, r)
                 return N.Var(self.i) if rest is None else N.BinOp("+", N.Var(self.i), rest)

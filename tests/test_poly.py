@@ -106,3 +106,19 @@ def test_affine_arithmetic_is_the_model():
     assert a * b == Affine.of({"K*i*j": 1, "K*i": -1, "i*j": 2, "i": -2, "j": 3}, -3)
     assert Affine.of({"K*i*j": 1}) * b is None          # four symbols in one monomial
     assert 2 * b + 1 == Affine.of({"j": 2}, -1)
+
+
+def test_loop_recovery_reads_through_the_model():
+    """Loop recovery's index comparisons (passes/loop_recovery.py ``_Poly``) are a reader of the
+    model: integer casts read through, a variable is its name, ``/`` an opaque atom keyed
+    ``(lhs)op(rhs)`` over its operands' sorted polynomials, atoms ordered by the model's default
+    (the answers and atom keys of the class it replaced, checked against the tree before, 2026-12-05)."""
+    from xpiler.passes.loop_recovery import _Poly
+    rd = _Poly()
+    assert isinstance(rd, P.Reader) and rd.key is None
+    e, _ = _parse("(int)((long)i * 2 + j / 4) * (k - 1)")
+    div = "([(('j',), 1)])/([((), 4)])"
+    assert list(rd.of(e).items()) == [(("i", "k"), 2), (("i",), -2), tuple([tuple(sorted(("k", div))), 1]),
+                                      ((div,), -1)]
+    assert set(rd.atoms) == {"i", "j", "k", div}
+    assert rd.atoms[div][1] == {"j"}
