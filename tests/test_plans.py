@@ -16,7 +16,7 @@ def _notes(log):
 def test_simt_to_simt_tries_the_matrix_plan_first():
     # (after the row-kernel plan, probed on its binding: tests/test_rows_default.py)
     ps = plans("cuda", "hip")
-    assert ps[0][-3][1].get("row_kernel")
+    assert dict(ps[0])["binding"].get("row_kernel")
     ps = ps[1:]
     assert ps[0][-1] == ("tensorize", {"target": "hip", REQUIRE: True})
     # then the staged plan (through loops, probed: skipped unless cache stages on chip), no untile
