@@ -87,3 +87,18 @@ def applying_steps(apply):
         return [{}]
     return check, candidates
 
+
+def checked_kernels(program, check, **kw) -> list:
+    """The names of ``program``'s kernels (else functions) with a body that ``check(program,
+    entry=name, **kw)`` accepts (raises no :class:`PassError`): where a step's ``candidates()``
+    can offer its parameter sets."""
+    out = []
+    for f in program.kernels or program.funcs:
+        if f.body is None:
+            continue
+        try:
+            check(program, entry=f.name, **kw)
+        except PassError:
+            continue
+        out.append(f.name)
+    return out

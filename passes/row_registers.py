@@ -392,13 +392,6 @@ def candidates(program: N.Program, target: str) -> list:
     """``slots`` in :data:`SLOTS` for the bound row loop of a cuda/hip kernel."""
     if target not in SIMT or program.dialect != target:
         return []
-    out = []
-    for f in program.kernels or program.funcs:
-        if f.body is None:
-            continue
-        try:
-            check(program, entry=f.name, target=target)
-        except PassError:
-            continue
-        out += [{"entry": f.name, "target": target, "slots": k} for k in SLOTS]
-    return out
+    from .base import checked_kernels
+    return [{"entry": name, "target": target, "slots": k}
+            for name in checked_kernels(program, check, target=target) for k in SLOTS]

@@ -405,14 +405,6 @@ def candidates(program: N.Program, target: str) -> list:
     """``width=4`` x block size x grid cap for the one elementwise loop of a cuda/hip kernel."""
     if target not in SIMT or program.dialect != target:
         return []
-    out = []
-    for f in program.kernels or program.funcs:
-        if f.body is None:
-            continue
-        try:
-            check(program, entry=f.name)
-        except PassError:
-            continue
-        out += [{"entry": f.name, "width": 4, "block": b, "grid_cap": cap}
-                for b in BLOCK_SIZES for cap in GRID_CAPS]
-    return out
+    from .base import checked_kernels
+    return [{"entry": name, "width": 4, "block": b, "grid_cap": cap}
+            for name in checked_kernels(program, check) for b in BLOCK_SIZES for cap in GRID_CAPS]
