@@ -47,6 +47,7 @@ from fractions import Fraction
 import z3
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly as P
 from xpiler.ir.visit import substitute, walk
 
 from .patterns import common as U
@@ -73,38 +74,6 @@ def _casts(e):
     return tuple(out), e
 
 
-def _p(c):
-    return {(): c} if c else {}
-
-
-def _padd(a, b, sign=1):
-    out = dict(a)
-    for m, c in b.items():
-        out[m] = out.get(m, 0) + sign * c
-    return {m: c for m, c in out.items() if c}
-
-
-def _pmul(a, b):
-    out = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            m = tuple(sorted(ma + mb))
-            out[m] = out.get(m, 0) + ca * cb
-    return {m: c for m, c in out.items() if c}
-
-
-def _pconst(p):
-    if not p:
-        return 0
-    if set(p) == {()}:
-        return p[()]
-    return None
-
-
-def _key(p):
-    return tuple(sorted(p.items()))
-
-
 class _Ptr:
     def __init__(self, base, off):
         self.base, self.off = base, off
@@ -127,7 +96,7 @@ class _Run:
     def ev(self, e, env):
         e = U.strip_casts(e)
         if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return _p(e.value)
+            return P.const(e.value)
         if isinstance(e, N.Var):
             if e.name in env:
                 return env[e.name]
@@ -135,24 +104,24 @@ class _Run:
                 return {(e.name,): 1}
             raise Refused(f"'{e.name}' has no value in the block", e)
         if isinstance(e, N.UnOp) and e.op == "-":
-            return _padd({}, self.ev(e.operand, env), -1)
+            return P.add({}, self.ev(e.operand, env), -1)
         if isinstance(e, N.BinOp) and e.op in ("+", "-", "*", "/", "%"):
             a, b = self.ev(e.lhs, env), self.ev(e.rhs, env)
             if isinstance(a, _Ptr) or isinstance(b, _Ptr):
                 if e.op == "+" and isinstance(a, _Ptr) and not isinstance(b, _Ptr):
-                    return _Ptr(a.base, _padd(a.off, b))
+                    return _Ptr(a.base, P.add(a.off, b))
                 raise Refused("pointer arithmetic the run does not read", e)
             if e.op == "+":
-                return _padd(a, b)
+                return P.add(a, b)
             if e.op == "-":
-                return _padd(a, b, -1)
+                return P.add(a, b, -1)
             if e.op == "*":
-                return _pmul(a, b)
-            x, y = _pconst(a), _pconst(b)
+                return P.mul(a, b)
+            x, y = P.value(a), P.value(b)
             if x is None or y is None or y == 0 or not isinstance(x, int) or not isinstance(y, int):
                 raise Refused("a division of a symbolic value", e)
             q = abs(x) // abs(y) * (1 if (x >= 0) == (y > 0) else -1)
-            return _p(q if e.op == "/" else x - y * q)
+            return P.const(q if e.op == "/" else x - y * q)
         raise Refused(f"an expression the run does not read ({type(e).__name__})", e)
 
     def cmp(self, e, env):
@@ -161,7 +130,7 @@ class _Run:
         if isinstance(e, N.BinOp) and e.op == "&&":
             return self.cmp(e.lhs, env) + self.cmp(e.rhs, env)
         if isinstance(e, N.BinOp) and e.op in ("<", "<=", ">", ">=", "==", "!="):
-            return [(e.op, _padd(self.ev(e.lhs, env), self.ev(e.rhs, env), -1))]
+            return [(e.op, P.add(self.ev(e.lhs, env), self.ev(e.rhs, env), -1))]
         raise Refused("a condition that is not a conjunction of comparisons", e)
 
     def elem(self, e, env):
@@ -174,7 +143,7 @@ class _Run:
             return None
         subs = []
         for i in reversed(idx):
-            c = _pconst(self.ev(i, env))
+            c = P.value(self.ev(i, env))
             if c is None:
                 raise Refused(f"'{e.name}' is indexed by a symbolic value", i)
             subs.append(c)
@@ -193,7 +162,7 @@ class _Run:
             return base.name, self.ev(e.index, env)
         if isinstance(base, N.Var) and isinstance(env.get(base.name), _Ptr):
             p = env[base.name]
-            return p.base, _padd(p.off, self.ev(e.index, env))
+            return p.base, P.add(p.off, self.ev(e.index, env))
         return None
 
     # ---- statements
@@ -222,11 +191,11 @@ class _Run:
                 else:
                     env[s.name] = self.ev(s.init, env)
             elif isinstance(s, N.For):
-                lo, hi, st = (_pconst(self.ev(x, env)) for x in (s.lo, s.hi, s.step))
+                lo, hi, st = (P.value(self.ev(x, env)) for x in (s.lo, s.hi, s.step))
                 if lo is None or hi is None or not st or st <= 0 or s.binding is not None or s.cmp != "<":
                     raise Refused(f"loop '{s.var}' in the block has no constant trip count", s)
                 for v in range(lo, hi, st):
-                    self.run(s.body.stmts, {**env, s.var: _p(v)}, phase, guard)
+                    self.run(s.body.stmts, {**env, s.var: P.const(v)}, phase, guard)
             elif isinstance(s, N.If) and s.else_ is None and phase == "store":
                 then = s.then.stmts if isinstance(s.then, N.Block) else (s.then,)
                 self.run(then, dict(env), phase, guard + tuple(self.cmp(s.cond, env)))
@@ -401,7 +370,7 @@ def untile_lanes(program, func, L):
             (dims if d is not None else other).append(d if d is not None else (op, p))
         if other or not dims:
             raise Refused("the store guard is not 'row < M && col < N' over the block loops", nests[-1])
-        shape = [(b, S, _key(X)) for b, S, R, X in dims]
+        shape = [(b, S, P.frozen(X)) for b, S, R, X in dims]
         if rows is None:
             rows = (shape, [X for _, _, _, X in dims], cname)
         elif shape != rows[0] or cname != rows[2]:
@@ -430,7 +399,7 @@ def untile_lanes(program, func, L):
     kname = U.fresh(func, "k")
     tmpl = {"C": None, "x": None, "y": None}
     for el, R, cidx in keyed:
-        sub = [(b, _padd({(u,): Fraction(1)}, _p(-r)), S) for (b, S, _), u, r in zip(shape, uvars, R)]
+        sub = [(b, P.add({(u,): Fraction(1)}, P.const(-r)), S) for (b, S, _), u, r in zip(shape, uvars, R)]
 
         def at(p, pos=None):
             for b, q, S in sub:
@@ -440,7 +409,7 @@ def untile_lanes(program, func, L):
             if any(L.var == v for v in pvars(p)) or any(Fraction(c).denominator != 1 for c in p.values()):
                 raise Refused("an index is not a polynomial of the output and k alone", L)
             return {m: int(c) for m, c in p.items() if c}
-        ct = _key(at(cidx))
+        ct = P.frozen(at(cidx))
         if tmpl["C"] not in (None, ct):
             raise Refused("the store index is not one polynomial of the outputs", nests[-1])
         tmpl["C"] = ct
@@ -450,7 +419,7 @@ def untile_lanes(program, func, L):
         for pos, xy in enumerate(terms):
             for slot, (a, t, casts) in zip(("x", "y"), xy):
                 cond, gname, gidx = run.staged[(a, t)]
-                key = (a, gname, _key(at(gidx, pos)), tuple((op, _key(at(p, pos))) for op, p in cond), casts)
+                key = (a, gname, P.frozen(at(gidx, pos)), tuple((op, P.frozen(at(p, pos))) for op, p in cond), casts)
                 if tmpl[slot] not in (None, key):
                     raise Refused(f"the element read from '{a}' is not one function of the output and "
                                   f"k = {L.var} + its place in the sum", tb[-1])
@@ -537,7 +506,7 @@ def untile_lanes(program, func, L):
 def _fold(e):
     """The value of a constant integer expression, else None."""
     try:
-        v = _pconst(_Run({}, {}, None, set()).ev(e, {}))
+        v = P.value(_Run({}, {}, None, set()).ev(e, {}))
     except Refused:
         return None
     return v if isinstance(v, int) else None

@@ -70,6 +70,87 @@ def subst(p: dict, v, q: dict, key=None) -> dict:
     return {m: c for m, c in out.items() if c}
 
 
+def const(c) -> dict:
+    """The constant polynomial ``c``."""
+    return {(): c} if c else {}
+
+
+def value(p: dict):
+    """The value of a constant polynomial, else None."""
+    if not p:
+        return 0
+    if set(p) == {()}:
+        return p[()]
+    return None
+
+
+def frozen(p: dict) -> tuple:
+    """``p`` as a hashable key, independent of dict order (atoms must be orderable, e.g. names)."""
+    return tuple(sorted(p.items()))
+
+
+def degree(p: dict, v) -> int:
+    """The largest power of atom ``v`` in ``p`` (-1 for the zero polynomial)."""
+    return max((m.count(v) for m in p), default=-1)
+
+
+def coeff(p: dict, v, k: int = 1, key=None) -> dict:
+    """The coefficient of ``v ** k`` in ``p``: its monomials with ``v`` exactly ``k`` times, ``v`` removed."""
+    out: dict = {}
+    for m, c in p.items():
+        if m.count(v) == k:
+            r = _order([x for x in m if x != v], key)
+            out[r] = out.get(r, 0) + c
+    return {m: c for m, c in out.items() if c}
+
+
+def divide_monomial(t: tuple, c: tuple):
+    """``t / c`` for one-term polynomials given as (monomial, coefficient) pairs: the quotient
+    pair when every atom of ``c`` is in ``t`` (with multiplicity) and the integer coefficient of
+    ``c`` divides that of ``t``, else None."""
+    (mt, ct), (mc, cc) = t, c
+    rest = list(mt)
+    for a in mc:
+        if a not in rest:
+            return None
+        rest.remove(a)
+    if ct % cc:
+        return None
+    return tuple(rest), ct // cc
+
+
+def divide(f: dict, g: dict, gens: list, key=None):
+    """(q, r) with ``f == q * g + r`` over the rationals, dividing recursively in ``gens`` (the
+    first leading): while the remainder's leading coefficient in ``gens[0]`` is divisible by
+    ``g``'s (in the other generators, exactly), one term of the quotient; stops at the first that
+    is not. This is sympy's ``div(f, g, *gens)`` (the dense recursive division over QQ); every
+    atom of ``f`` and ``g`` must be in ``gens``. ZeroDivisionError for ``g == {}``."""
+    from fractions import Fraction
+    if not g:
+        raise ZeroDivisionError("polynomial division by zero")
+    if not gens:
+        return ({(): Fraction(f[()]) / g[()]} if f else {}), {}
+    x, others = gens[0], gens[1:]
+    dg, dr = degree(g, x), degree(f, x)
+    q, r = {}, f
+    if dr < dg:
+        return q, r
+    lc_g = coeff(g, x, dg, key)
+    while True:
+        c, rem = divide(coeff(r, x, dr, key), lc_g, others, key)
+        if rem:
+            break
+        term = mul(c, {(x,) * (dr - dg): 1}, key)
+        q = add(q, term)
+        r = add(r, mul(term, g, key), -1)
+        prev, dr = dr, degree(r, x)
+        if dr < dg:
+            break
+        if not dr < prev:
+            raise NotPoly("the division does not terminate")
+    return q, r
+
+
 def atoms(p: dict) -> set:
     """Every atom of ``p``."""
     return {v for m in p for v in m}
