@@ -62,6 +62,7 @@ from . import privatize
 from . import regrid as regrid_pass
 from . import purity
 from . import replicate
+from . import row_blocks
 from . import runtime_arrays
 
 NAME = "binding"
@@ -608,12 +609,20 @@ def _plan_block_rows(program, func, target, loop, block, grid_cap, reduce="tree"
     """``rows="block"``: the loop's iterations (rows) on thread blocks, its inner loops over the
     block's threads with block reductions; see passes/block_rows.py."""
     lp = _pick_loop(func, loop) if loop is not None else _first_work_loop(func, purity.pure_macros(program))
+    # blocks holding loops in the row body (an inlined helper's) made row-body statements first,
+    # where no name changes meaning (passes/row_blocks.py); the plan then sees their column loops
+    spliced = row_blocks.splice(func, lp, _fresh_namer(func))
+    extra = {}
+    if spliced is not None:
+        new_func, lp = spliced
+        program, func = _replace_func(program, func, new_func), new_func
+        extra["program"] = program
     pl = block_rows.plan(program, func, lp, target, block, reduce)
     fresh = _fresh_namer(func)
     body, launch = block_rows.build(program, func, pl, trip_count_expr(program, func, lp), grid_cap, fresh)
     return {"mode": "bind", "target": target, "func": func, "loops": [], "private": (), "phases": True,
             "body": body, "launch": launch, "block": block, "grid_cap": grid_cap, "tasks": 4,
-            "func_type": "union1", "atomic": (), "rows_plan": pl}
+            "func_type": "union1", "atomic": (), "rows_plan": pl, **extra}
 
 
 def _plan_warp_rows(program, func, target, loop, block, grid_cap) -> dict:

@@ -29,7 +29,9 @@ Legality (:func:`plan`, every refusal a ``PassError`` XP4001 naming the statemen
   not return, break or continue out of its body, and the statements of the entry outside it are
   uniform (``binding.check_uniform_prelude``) without local arrays, and read no element the row
   loop writes (``binding.check_prelude_reads``: no barrier orders them across blocks);
-* every loop of the row body is one of its statements (not nested in an ``if`` or a block) and
+* every loop of the row body is one of its statements (not nested in an ``if`` or a block; a
+  plain block holding a loop is first made statements of the row body where no name changes
+  meaning, ``passes/row_blocks.py``, called by ``binding._plan_block_rows``) and
   carries no dependence through memory; the scalars declared outside it that it assigns are
   reductions of one operator each (``phases.reductions``: ``+ * & | ^ max min``); a recurrence
   (a running value that is not such a reduction, ``y[c] = y[c-1] + ...``) is refused: this form
@@ -48,6 +50,7 @@ from .base import PassError
 from . import dependence as D
 from . import phases
 from . import purity
+from . import row_blocks
 
 NAME = "binding"
 BLOCK_SIZES = (128, 256, 512)      # offered by binding.candidates()
@@ -101,9 +104,11 @@ def plan(program, func: N.Func, row: N.For, target: str, block: int, reduce: str
             units.append((s, "par", _column_loop(program, func, s, row)))
             continue
         if _has_loop(s):
+            kept = row_blocks.why_kept(func, s) if type(s) is N.Block else None
             raise PassError(NAME, f"rows='block': a loop inside a {type(s).__name__.lower()} of the row body "
-                                  f"cannot be spread over the block (only the row body's own loops are)",
-                            _at(s, row))
+                                  f"cannot be spread over the block (only the row body's own loops are"
+                                  + (f"; {kept}, so it was not made statements of the row body" if kept else "")
+                                  + ")", _at(s, row))
         if not phases.writes_memory(s, macros) and phases._pure_control(s, macros):
             units.append((s, "all", None))
             continue
