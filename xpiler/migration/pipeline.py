@@ -69,7 +69,9 @@ VECTORIZE = {"width": 4, "block": 512, "as_alternative": True}
 
 
 def _finish(dst: str) -> list[tuple[str, dict]]:
-    tail = [("vectorize_simt", dict(VECTORIZE))] if dst == "cuda" else []
+    # float4 elementwise loops end every cuda and hip plan (docs/decisions.md, 2026-12-05 and
+    # 2026-12-06: on the H200 the hip outputs without it ran at 0.05-0.93x of PyTorch)
+    tail = [("vectorize_simt", dict(VECTORIZE))] if dst in SIMT else []
     return [_cache(dst), ("tensorize", {"target": dst})] + tail
 
 
@@ -227,7 +229,7 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
     if src == "c" and dst == "c":
         return [[("binding", {"target": "c"}), ("cache", {"target": "c"}), gemm_c],
                 [("binding", {"target": "c"})] + _finish("c")]
-    if src == "c" and dst == "cuda":
+    if src == "c" and dst in SIMT:
         # a detensorized AVX-512 elementwise kernel (lane loops inside a 16-wide loop, a masked tail)
         # is flattened to one element loop (passes/flatten_lanes.py), which the default tail then
         # moves as float4s; probed, skipped where there are no such lanes
