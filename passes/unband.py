@@ -852,7 +852,9 @@ def unband(fn: N.Func, program, assume: tuple = (), conv: bool = False) -> tuple
     ``(parameter, op, integer or parameter)``, facts of every proof. With ``conv``, band loops are
     lifted only as staged 2-D convolutions (:func:`passes.unband_conv.lift`) instead of the
     one-gather form: loop recovery's ``staged_conv``, which only the cuda / hip plans ask for (the
-    lifted nest is slower than the staged form on c: docs/decisions.md, 2026-12-05)."""
+    lifted nest is slower than the staged form on c: docs/decisions.md, 2026-12-05). With ``conv``,
+    a task without a band loop that stages its planes one by one in NRAM (depthwise_conv2d.mlu) is
+    lifted by :func:`passes.unstage_planes.lift`."""
     note = None
     out = []
     changed = False
@@ -868,6 +870,14 @@ def unband(fn: N.Func, program, assume: tuple = (), conv: bool = False) -> tuple
                 s = s2
             except Refused as e:
                 note = f"{'staged convolution' if conv else 'band loop'}: {e}"
+        elif conv and isinstance(s, N.For) and PARTITION_PRAGMA in s.pragmas:
+            # a task that stages its planes one by one (depthwise_conv2d.mlu): passes/unstage_planes.py
+            from .unstage_planes import lift as lift_planes
+            try:
+                s = lift_planes(fn, program, s, assume)
+                changed = True
+            except Refused as e:
+                note = f"staged planes: {e}"
         out.append(s)
     if not changed:
         return fn, note
