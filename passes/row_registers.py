@@ -38,7 +38,9 @@ stands in the way):
 * a cached access is ``p[c]`` or ``p[f + c]`` inside a column loop, with ``p`` and ``f`` fixed for
   the row (parameters, the row variable, and declarations made in the row body before the first
   column loop and never assigned); buffers are told apart by their root parameter through local
-  pointer aliases (differently named buffers are distinct, as in the dependence test);
+  pointer aliases (differently named buffers are distinct, as in the dependence test); a row
+  alias ``p = q + g`` (:func:`_row_aliases`) is keyed as its base, ``p[f + c]`` as
+  ``q[(g + f) + c]``, so both spellings of one element are one access (offsets compared as text);
 * a buffer the function never stores to is *read*: its accesses of that form are cached when
   some column loop that starts at 0 reads ``p[f + c]`` at the top level of its body (so loading
   ``[0, H)`` reads only what the source reads); other reads of it stay memory reads;
@@ -213,7 +215,9 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", slots: int = 
             fixed.add(s.name)
     roots = _root_table(func)
     stored = _stores(func, roots)
-    # every access p[f + c] of every column loop, by (pointer, offset text)
+    canon = _row_aliases(func, fixed, roots)
+    # every access p[f + c] of every column loop, by (pointer, offset text), a row alias's access
+    # by its base pointer's (:func:`_row_aliases`)
     sites: dict = {}
     for k, (top, c) in enumerate(cols):
         for n in walk(c.body):
@@ -226,7 +230,7 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", slots: int = 
                 continue
             if n.base.name not in fixed or roots.get(n.base.name) is None:
                 continue
-            key = (n.base.name, "" if f is None else _text(f))
+            key = _key(n.base.name, f, canon)
             sites.setdefault(key, {"ptr": n.base.name, "off": f, "root": roots[n.base.name], "loops": []})
             if k not in sites[key]["loops"]:
                 sites[key]["loops"].append(k)
@@ -236,10 +240,10 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", slots: int = 
             continue                      # used by one column loop: each element is moved once anyway
         r = site["root"]
         if r not in stored:
-            if any(cols[k][1].lo.value == 0 and _top_read(cols[k][1], key) for k in site["loops"]):
+            if any(cols[k][1].lo.value == 0 and _top_read(cols[k][1], key, canon) for k in site["loops"]):
                 rows_[key] = dict(site, kind="read")
             continue
-        why = _written_ok(func, row, cols, key, site, roots)
+        why = _written_ok(func, row, cols, key, site, roots, canon)
         if why:
             raise PassError(NAME, f"row '{key[0]}' is stored to, but {why}", row)
         rows_[key] = dict(site, kind="write")
@@ -254,17 +258,43 @@ def check(program: N.Program, *, entry: str, target: str = "cuda", slots: int = 
             raise AlternativeRefused(NAME, f"'{site['ptr']}' is not a pointer to a scalar", row)
         site["elem"] = t
     return {"func": func, "row": row, "cols": cols, "hi": hi, "block": block, "slots": int(slots),
-            "rows": rows_}
+            "rows": rows_, "canon": canon}
 
 
-def _matches(n, key, var) -> bool:
-    if not (isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name == key[0]):
+def _row_aliases(func: N.Func, fixed: set, roots: dict) -> dict:
+    """Row aliases: a local pointer ``p = q + g`` (``D.alias_table``: declared once, never
+    assigned) fixed for the row, with ``q`` a fixed pointer into a parameter's buffer and ``g``
+    made of names fixed for the row -> ``(q, g)``. Its element ``p[f + c]`` is ``q[(g + f) + c]``
+    (the same address), so both accesses are one row access (an inlined helper's ``row[j]`` and
+    the caller's ``x[base + j]``)."""
+    out = {}
+    for name, init in D.alias_table(func).items():
+        if name not in fixed:
+            continue
+        q, g = D._split_ptr(init)
+        if not isinstance(q, str) or g is None or q not in fixed or roots.get(q) is None or q == name:
+            continue
+        if {v.name for v in walk(g) if isinstance(v, N.Var)} <= fixed:
+            out[name] = (q, g)
+    return out
+
+
+def _key(ptr: str, f, canon: dict) -> tuple:
+    """The row access ``ptr[f + c]`` as (pointer, offset text), through a row alias (canon)."""
+    if ptr in canon:
+        q, g = canon[ptr]
+        return q, _text(g if f is None else N.BinOp("+", g, f))
+    return ptr, "" if f is None else _text(f)
+
+
+def _matches(n, key, var, canon=None) -> bool:
+    if not (isinstance(n, N.Index) and isinstance(n.base, N.Var)):
         return False
     f = _split_index(n.index, var)
-    return f is not False and ("" if f is None else _text(f)) == key[1]
+    return f is not False and _key(n.base.name, f, canon or {}) == key
 
 
-def _top_read(loop: N.For, key) -> bool:
+def _top_read(loop: N.For, key, canon=None) -> bool:
     """A top-level statement of ``loop`` reads the row access ``key`` unconditionally."""
     for s in loop.body.stmts:
         reads = [s.init] if isinstance(s, N.Decl) else [s.value] if isinstance(s, N.Assign) else \
@@ -275,12 +305,12 @@ def _top_read(loop: N.For, key) -> bool:
             if e is None:
                 continue
             for n in walk(e):
-                if _matches(n, key, loop.var) and not _conditional(e, n):
+                if _matches(n, key, loop.var, canon) and not _conditional(e, n):
                     return True
     return False
 
 
-def _written_ok(func, row, cols, key, site, roots) -> str:
+def _written_ok(func, row, cols, key, site, roots, canon=None) -> str:
     """'' when the stored row ``key`` can live in registers (module doc), else why not."""
     ptrs = {p for p, r in roots.items() if r == site["root"]}
     col_nodes = {}
@@ -290,7 +320,7 @@ def _written_ok(func, row, cols, key, site, roots) -> str:
     for n in walk(func.body):
         if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in ptrs:
             c = col_nodes.get(id(n))
-            if c is None or not _matches(n, key, c.var):
+            if c is None or not _matches(n, key, c.var, canon):
                 return f"'{_text(n)}' is not the row's own element in a column loop"
     # a pointer of that buffer used other than as p[..] (passed on, its address taken) escapes
     bases = {id(n.base) for n in walk(func.body) if isinstance(n, N.Index)}
@@ -303,11 +333,11 @@ def _written_ok(func, row, cols, key, site, roots) -> str:
     if first.lo.value != 0:
         return f"its first column loop '{first.var}' starts at {first.lo.value}, not 0"
     for s in first.body.stmts:
-        touches = any(_matches(n, key, first.var) for n in walk(s))
+        touches = any(_matches(n, key, first.var, canon) for n in walk(s))
         if not touches:
             continue
-        if isinstance(s, N.Assign) and s.op == "=" and _matches(s.target, key, first.var) and \
-                not any(_matches(n, key, first.var) for n in walk(s.value)):
+        if isinstance(s, N.Assign) and s.op == "=" and _matches(s.target, key, first.var, canon) and \
+                not any(_matches(n, key, first.var, canon) for n in walk(s.value)):
             return ""
         return f"column loop '{first.var}' does not store it first, unconditionally"
     return "its first column loop does not store it"
@@ -359,7 +389,7 @@ def apply(program: N.Program, *, entry: str, target: str = "cuda", slots: int = 
         def fn(n):
             if isinstance(n, N.Index):
                 for key in reg:
-                    if _matches(n, key, c):
+                    if _matches(n, key, c, pl["canon"]):
                         return N.Index(N.Var(reg[key]), N.Var(i))
             return n
         body = N.Block((N.Decl(c, loop.var_type or int_t, col), N.If(cond, rewrite(loop.body, fn))))
