@@ -69,3 +69,13 @@ def plans_before_20261205(monkeypatch) -> None:
             ps = [p for p in ps if "flatten_lanes" not in [n for n, _ in p]]
         return ps
     monkeypatch.setattr(DR, "default_plans", old)
+
+
+def pytest_runtest_logreport(report):
+    """With XP_TEST_TIMES=FILE, append each test's phase and duration to FILE as it ends (one
+    line per phase, written at once, so a run that is cut still leaves its times): how CI's
+    45-minute budget is watched (README, "Run the tests")."""
+    path = os.environ.get("XP_TEST_TIMES")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{report.duration:.2f}\t{report.when}\t{report.outcome}\t{report.nodeid}\n")
