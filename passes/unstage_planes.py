@@ -72,6 +72,24 @@ from .unband_conv import _Conv, _Group, _horner, _Poly, _Seq, _Store, _Undecided
 _FLOAT = N.Scalar("float32", "float")
 
 
+# the polynomials of unband_conv's _Poly: dicts of xpiler/ir/poly.py (its reader form) or sympy
+# expressions (its earlier form); these four work on either
+def _padd(a, b, sign=1):
+    return poly.add(a, b, sign) if isinstance(a, dict) else sp.expand(a + sign * b)
+
+
+def _pmul(a, b):
+    return poly.mul(a, b) if isinstance(a, dict) else sp.expand(a * b)
+
+
+def _patoms(p):
+    return poly.atoms(p) if isinstance(p, dict) else set(p.free_symbols)
+
+
+def _psubst(p, s, rep):
+    return poly.subst(p, s, rep) if isinstance(p, dict) else sp.expand(p.subs(s, rep))
+
+
 class _Taps(_Group):
     """The tap loop: ``loops`` (kh, kw), the gather ``copy`` into the window, the in-place
     ``scale`` of the window by the load ``weight`` (an (array, offset) address), the ``add`` of the
@@ -182,10 +200,10 @@ class _Planes(_Conv):
             raise Refused("the tap loop's scale and add do not use the gathered window")
         if [lo for _, lo, _, _ in scale.loops] != [lo for _, lo, _, _ in add.loops] or \
                 len(scale.loops) != len(add.loops) or any(
-                    poly.add(P(a), P(b), -1) for (_, _, a, _), (_, _, b, _) in zip(scale.loops, add.loops)):
+                    _padd(P(a), P(b), -1) for (_, _, a, _), (_, _, b, _) in zip(scale.loops, add.loops)):
             raise Refused("the tap loop's scale and add run over different elements")
         ren = {v: N.Var(u) for (v, *_), (u, *_) in zip(add.loops, scale.loops)}
-        if poly.add(P(substitute(add.src[1], ren)), P(scale.off), -1):
+        if _padd(P(substitute(add.src[1], ren)), P(scale.off), -1):
             raise Refused("the tap loop's add reads another window element than the scale writes")
         return _Taps(loops, copy, scale, weight, add, seq, pos)
 
@@ -203,7 +221,7 @@ class _Planes(_Conv):
         ops = [_strip(v.lhs), _strip(v.rhs)]
         P = _Poly(self.lets, self.macros)
         same = [k for k, o in enumerate(ops) if isinstance(o, N.Index)
-                and (lambda r: r[0] == root and not poly.add(P(r[1]), P(off), -1))(self.addr(o.base, o.index, ptrs=ptrs))]
+                and (lambda r: r[0] == root and not _padd(P(r[1]), P(off), -1))(self.addr(o.base, o.index, ptrs=ptrs))]
         if not same or (keep is not None and keep not in same):
             raise Refused(f"{what} does not update its own element")
         k = keep if keep is not None else same[0]
@@ -398,7 +416,7 @@ class _Planes(_Conv):
         proved; C's division identity)."""
         p = P(e)
         changed = False
-        for s in sorted(poly.atoms(p)):
+        for s in sorted(_patoms(p), key=str):
             node = P.back.get(s)
             if isinstance(node, N.Var) and node.name in P.lets:
                 node = P.expand_ir(node)
@@ -408,9 +426,9 @@ class _Planes(_Conv):
             if not self.holds(hyps, N.BinOp("!=", node.rhs, _c(0)), dict(self.lets, **lets)):
                 continue
             q = N.BinOp("/", node.lhs, node.rhs)
-            rep = poly.add(P(node.lhs), poly.mul(P(q), P(node.rhs)), -1)
-            p2 = poly.subst(p, s, rep)
-            if len(poly.atoms(p2)) < len(poly.atoms(p)):         # only where the quotient cancels
+            rep = _padd(P(node.lhs), _pmul(P(q), P(node.rhs)), -1)
+            p2 = _psubst(p, s, rep)
+            if len(_patoms(p2)) < len(_patoms(p)):         # only where the quotient cancels
                 p, changed = p2, True
         if not changed:
             return e
