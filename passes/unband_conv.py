@@ -39,7 +39,7 @@ that store ``e`` are read off ``e`` (the terms of ``e`` divisible by each index'
 largest first: the inverse of a segment copy, a transpose or a row-major nest), and then
 
 * the witness is proved to lie in the nest's box (Z3) and ``f(witness) == e`` (a polynomial
-  identity, sympy), and no other iteration of the nest stores ``e`` (Z3): the value is the
+  identity of :mod:`xpiler.ir.poly`), and no other iteration of the nest stores ``e`` (Z3): the value is the
   store's right-hand side at the witness, followed back in turn;
 * or no iteration of the nest stores ``e`` (Z3): the store is passed over;
 * or neither is proved: the step refuses, naming the store.
@@ -64,6 +64,7 @@ from __future__ import annotations
 import sympy as sp
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly
 from xpiler.ir.visit import substitute, walk
 
 from . import dependence as D
@@ -84,14 +85,16 @@ class _Undecided(Refused):
 
 
 # ---------------------------------------------------------------------- polynomials of IR
-class _Poly:
-    """IR integer expressions as sympy polynomials: +, -, * and constants are kept, lets are
-    expanded, every other node (/, %, ?:) is an opaque atom keyed by its let-expanded IR."""
+class _Poly(poly.Reader):
+    """IR integer expressions as polynomials of the model (:mod:`xpiler.ir.poly`) over names:
+    +, -, * and constants are kept, lets are expanded, every other node (/, %, ?:) is an opaque
+    atom ``_a<n>`` keyed by its let-expanded IR. Back to IR through sympy (:meth:`ir`,
+    :meth:`tree_ir`, :func:`_horner`: the printed forms, as before the model was shared)."""
 
     def __init__(self, lets, macros):
         self.lets, self.macros = lets, macros
-        self.atoms = {}          # expanded IR -> Symbol
-        self.back = {}           # Symbol -> IR
+        self.atoms = {}          # expanded IR -> atom name
+        self.back = {}           # atom name -> IR
 
     def with_lets(self, extra):
         """The same atoms, more lets."""
@@ -110,48 +113,59 @@ class _Poly:
         key = _strip_int_casts(self.expand_ir(e))
         s = self.atoms.get(key)
         if s is None:
-            s = sp.Symbol(f"_a{len(self.atoms)}", integer=True)
+            s = f"_a{len(self.atoms)}"
             self.atoms[key] = s
             # a let's atom reads back as the let's name
             self.back[s] = e if isinstance(e, N.Var) and e.name in self.lets else key
         return s
 
-    def __call__(self, e):
+    # ---- the reader's hooks: float casts and integer casts read through, an expression already
+    # met as an atom is that atom (looked up at every cast it is read through)
+    def known(self, e):
+        while True:
+            e = _strip(e)
+            if self.atoms and not isinstance(e, N.Const):
+                hit = self.atoms.get(_strip_int_casts(self.expand_ir(e)))
+                if hit is not None:
+                    return {(hit,): 1}
+            if not _int_cast(e):
+                return None
+            e = e.expr
+
+    def strip(self, e):
         e = _strip(e)
-        if self.atoms and not isinstance(e, N.Const):
-            hit = self.atoms.get(_strip_int_casts(self.expand_ir(e)))
-            if hit is not None:
-                return hit
-        if isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in D.INT_DTYPES:
-            return self(e.expr)
-        if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return sp.Integer(e.value)
+        while _int_cast(e):
+            e = _strip(e.expr)
+        return e
+
+    def leaf(self, e):
         if isinstance(e, N.Var):
             if e.name in self.lets:
                 v = self.lets[e.name]
                 # a let of +, -, * is expanded; any other is one atom (equal values, one atom)
-                return self(v) if _polynomial(v) else self.atom(e)
+                return self(v) if _polynomial(v) else {(self.atom(e),): 1}
             m = self.macros.get(e.name)
             if m is not None and m.params is None and isinstance(m.expr, N.Const) and isinstance(m.expr.value, int):
-                return sp.Integer(m.expr.value)
-            return sp.Symbol(e.name, integer=True)
-        if isinstance(e, N.BinOp) and e.op in ("+", "-", "*"):
-            a, b = self(e.lhs), self(e.rhs)
-            return a + b if e.op == "+" else a - b if e.op == "-" else a * b
-        if isinstance(e, N.UnOp) and e.op == "-":
-            return -self(e.operand)
-        if isinstance(e, N.UnOp) and e.op == "+":
-            return self(e.operand)
-        if isinstance(e, N.BinOp) and e.op == "%" and isinstance(e.rhs, N.Const):
+                return poly.const(m.expr.value)
+            return {(e.name,): 1}
+        return {(self.atom(e),): 1}
+
+    def other(self, e, depth):
+        if e.op == "%" and isinstance(e.rhs, N.Const):
             # a % b == a - (a / b) * b in C for b != 0: one atom (the quotient) for both forms
             b = e.rhs.value
             if isinstance(b, int) and b != 0:
-                return self(e.lhs) - self.atom(N.BinOp("/", e.lhs, e.rhs)) * b
-        return self.atom(e)
+                return poly.add(self.read(e.lhs, depth + 1), {(self.atom(N.BinOp("/", e.lhs, e.rhs)),): b}, -1)
+        return None
+
+    def sympy(self, p):
+        """The polynomial as a sympy expression (for the printers below)."""
+        return sp.Add(*[sp.Integer(int(c)) * sp.Mul(*[sp.Symbol(a, integer=True) for a in m]) for m, c in p.items()])
 
     def ir(self, p, names=None, cast_long=False):
-        """sympy -> IR; an atom becomes its let-expanded IR (or ``names[atom]``)."""
-        p = sp.expand(p)
+        """polynomial -> IR in sympy's order of terms; an atom becomes its let-expanded IR (or
+        ``names[atom]``)."""
+        p = sp.expand(self.sympy(p))
         terms = []
         for t in sp.Add.make_args(p):
             coeff, rest = t.as_coeff_Mul()
@@ -221,8 +235,8 @@ class _Poly:
     def _sym_ir(self, s, names):
         if names and s in names:
             return names[s]
-        if s in self.back:
-            return self.back[s]
+        if isinstance(s, sp.Symbol) and s.name in self.back:
+            return self.back[s.name]
         if isinstance(s, sp.Symbol):
             return N.Var(s.name)
         raise Refused("a non-polynomial index")
@@ -234,6 +248,10 @@ def _strip_int_casts(e):
                    and n.type.dtype in D.INT_DTYPES else n)
 
 
+def _int_cast(e) -> bool:
+    return isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in D.INT_DTYPES
+
+
 def _polynomial(e) -> bool:
     for n in walk(e):
         if isinstance(n, N.BinOp) and n.op not in ("+", "-", "*"):
@@ -243,22 +261,6 @@ def _polynomial(e) -> bool:
         if isinstance(n, N.UnOp) and n.op not in ("-", "+"):
             return False
     return True
-
-
-def _monomials(p):
-    return sp.Add.make_args(sp.expand(p))
-
-
-def _divides(c, t):
-    """``t / c`` when the monomial ``c`` divides the monomial ``t`` exactly, else None."""
-    q = sp.cancel(t / c)
-    num, den = sp.fraction(q)
-    if den != 1 or not q.is_polynomial(*q.free_symbols):
-        return None
-    ci, _ = sp.expand(q).as_coeff_Mul()
-    if not (ci.is_Integer):
-        return None
-    return q
 
 
 # ---------------------------------------------------------------------- store nests
@@ -382,38 +384,39 @@ class _Conv(_Band):
         P = P.with_lets(st.lets)
         f = P(st.off)
         vars_ = [v for v, *_ in st.loops]
-        syms = {v: sp.Symbol(v, integer=True) for v in vars_}
-        coef, f0 = {}, sp.Integer(0)
-        for t in _monomials(f):
-            hit = [v for v in vars_ if t.has(syms[v])]
+        coef, f0 = {}, {}
+        for m, c in f.items():
+            hit = [v for v in vars_ if v in m]
             if not hit:
-                f0 += t
+                f0 = poly.add(f0, {m: c})
                 continue
-            if len(hit) > 1 or sp.degree(t, syms[hit[0]]) != 1:
+            if len(hit) > 1 or m.count(hit[0]) != 1:
                 raise Refused(f"{st.what}: its index is not affine in its loops")
-            coef[hit[0]] = coef.get(hit[0], 0) + t / syms[hit[0]]
+            coef[hit[0]] = poly.add(coef.get(hit[0], {}), poly.coeff({m: c}, hit[0]))
         for v in vars_:
             if coef.get(v) is None:
                 raise Refused(f"{st.what}: loop '{v}' is not in its index")
-        rest = sp.expand(P(e) - f0)
+        rest = poly.add(P(e), f0, -1)
         order = sorted(vars_, key=lambda v: (-_size(coef[v]), vars_.index(v)))
         out = {}
         for v in order:
             c = coef[v]
-            q = sp.Integer(0)
-            if len(_monomials(c)) == 1:
-                for t in _monomials(rest):
-                    d = _divides(c, t)
+            q = {}
+            if len(c) == 1:
+                ct = next(iter(c.items()))
+                for t in rest.items():
+                    d = poly.divide_monomial(t, ct)
                     if d is not None:
-                        q += d
-            elif rest != 0:
+                        q = poly.add(q, {d[0]: d[1]})
+            elif rest:
                 # a coefficient of several terms (a let such as pix = in_rows * W expanded):
-                # polynomial division, its symbols leading; the result is checked below
-                gens = sorted(c.free_symbols, key=str) + sorted(rest.free_symbols - c.free_symbols, key=str)
-                q, _ = sp.div(rest, c, *gens)
-                if not q.is_polynomial(*gens) or any(not x.is_Integer for x in sp.Poly(q, *gens).coeffs()):
-                    q = sp.Integer(0)
-            rest = sp.expand(rest - q * c)
+                # polynomial division, its atoms leading; the result is checked below
+                gens = sorted(poly.atoms(c)) + sorted(poly.atoms(rest) - poly.atoms(c))
+                q, _ = poly.divide(rest, c, gens)
+                if any(x.denominator != 1 for x in q.values()):
+                    q = {}
+                q = {m: int(x) for m, x in q.items()}
+            rest = poly.add(rest, poly.mul(q, c), -1)
             step = dict((x, (lo, s)) for x, lo, _, s in st.loops)[v]
             qi = P.ir(q)
             lo, s = step
@@ -421,12 +424,12 @@ class _Conv(_Band):
                 if not (isinstance(lo, N.Const) and lo.value == 0):
                     raise Refused(f"{st.what}: a stepped loop that does not start at 0")
                 qi = _mul(N.BinOp("/", qi, s), s)
-                rest = sp.expand(rest + (q - P(qi)) * c)
+                rest = poly.add(rest, poly.mul(poly.add(q, P(qi), -1), c))
             out[v] = qi
-        if rest != 0:
+        if rest:
             return None
         # f(witness) == e, as polynomials
-        if sp.expand(P(substitute(st.off, out)) - P(e)) != 0:
+        if poly.add(P(substitute(st.off, out)), P(e), -1):
             return None
         return out
 
@@ -466,8 +469,7 @@ class _Conv(_Band):
         P = P.with_lets(st.lets)
         f = P(st.off)
         vars_ = [v for v, *_ in st.loops]
-        syms = {v: sp.Symbol(v, integer=True) for v in vars_}
-        coef = {v: sp.expand(f).coeff(syms[v]) for v in vars_}
+        coef = {v: poly.coeff(f, v) for v in vars_}
         o = sorted(vars_, key=lambda v: (-_size(coef[v]), vars_.index(v)))[0]
         C = P.ir(coef[o])
         io = fresh[o]
@@ -702,12 +704,14 @@ class _Conv(_Band):
 
         def lifted(e):
             p = P2(e)
-            p = sp.expand(p.subs({ho_atom: hoL - sp.Symbol(oh.name, integer=True), n_atom: nL}))
-            bad = {s.name for s in p.free_symbols} & ({oh.name, r, step.name if isinstance(step, N.Var) else ""}
-                                                       | set(blets) - {nname, hname})
+            if ho_atom is not None:
+                p = poly.subst(p, ho_atom, {(hoL.name,): 1, (oh.name,): -1})
+            p = poly.subst(p, n_atom, {(nL.name,): 1})
+            bad = poly.atoms(p) & ({oh.name, r, step.name if isinstance(step, N.Var) else ""}
+                                   | set(blets) - {nname, hname})
             if bad or any(s in P2.back and (set(x.name for x in walk(P2.back[s]) if isinstance(x, N.Var))
                                            & ({r, oh.name} | set(blets)))
-                          for s in p.free_symbols if s not in (hoL, nL)):
+                          for s in poly.atoms(p) if s not in (hoL.name, nL.name)):
                 raise Refused("an address depends on the band other than through its row")
             return _horner(P2, p, names, {hoL, nL} | {sp.Symbol(v, integer=True) for v, *_ in rl}
                            | {sp.Symbol(wo.name, integer=True), sp.Symbol(co.name, integer=True)})
@@ -848,6 +852,7 @@ def _horner(P, p, names, loopvars):
     """The index as nested products over the sizes (``((n * Cin + ci) * H + ...) * W + ...``): of
     the Horner forms over each order of the sizes, the one of fewest operations."""
     import itertools
+    p = P.sympy(p)
     sizes = sorted(p.free_symbols - loopvars, key=str)
     best = sp.expand(p)
     if len(sizes) <= 6:
@@ -909,15 +914,11 @@ def _long_first(e):
 
 
 def _size(c):
-    c = sp.expand(c)
-    _, m = c.as_coeff_Mul()
-    n = 0
-    for f in sp.Mul.make_args(m):
-        if f == 1:
-            continue
-        b, e = f.as_base_exp()
-        n += int(e) if isinstance(e, sp.Integer) else 1
-    return n
+    """How many atoms a loop's coefficient multiplies (with repeats): a one-term coefficient's,
+    else 1 (a sum counts as one factor); the outermost loop has the largest."""
+    if len(c) == 1:
+        return len(next(iter(c)))
+    return 1 if c else 0
 
 
 class _Seq(list):

@@ -160,12 +160,19 @@ def test_divide_is_sympys_recursive_division(f, g, gens):
         P.divide(f, {}, gens)
 
 
-def test_untile_lanes_reads_through_the_model():
-    """untile_lanes' block run builds the model's polynomials (no private arithmetic left): the
-    run's products in the model's monomial order."""
+def test_untile_lanes_and_unband_conv_read_through_the_model():
+    """untile_lanes' block run and unband_conv's index reader build the model's polynomials
+    (no private arithmetic left): a let of ``+ - *`` expanded, ``%`` by a constant folded into its
+    quotient atom, the run's products in the model's monomial order."""
     import xpiler.passes.untile_lanes as UL
+    import xpiler.passes.unband_conv as UC
     assert not any(hasattr(UL, n) for n in ("_padd", "_pmul", "_pconst", "_key", "_p"))
+    assert not any(hasattr(UC, n) for n in ("_monomials", "_divides"))
     e, _ = _parse("(i * K + 2) * (k - i)")
     run = UL._Run({}, {}, None, {"i", "K", "k"})
     assert list(run.ev(e, {}).items()) == list(
         P.mul(P.add({("K", "i"): 1}, P.const(2)), P.add({("k",): 1}, {("i",): 1}, -1)).items())
+    rd = UC._Poly({"r": _parse("i * K + 1")[0]}, {})
+    assert isinstance(rd, P.Reader)
+    assert rd(_parse("(long)r * 2 - j % 4")[0]) == {("K", "i"): 2, (): 2, ("j",): -1, ("_a0",): 4}
+    assert list(rd.back) == ["_a0"] and isinstance(rd.back["_a0"], N.BinOp) and rd.back["_a0"].op == "/"
