@@ -76,6 +76,6 @@ def pytest_runtest_logreport(report):
     line per phase, written at once, so a run that is cut still leaves its times): how CI's
     45-minute budget is watched (README, "Run the tests")."""
     path = os.environ.get("XP_TEST_TIMES")
-    if path:
+    if path and getattr(report, "node", None) is None:    # (xdist's controller gets each report again)
         with open(path, "a") as f:
             f.write(f"{report.duration:.2f}\t{report.when}\t{report.outcome}\t{report.nodeid}\n")
