@@ -131,6 +131,7 @@ def test_pipeline_step_verifies_and_replays(tmp_path):
     assert rep.ok if hasattr(rep, "ok") else rep
 
 
+@pytest.mark.long     # a tuning run (70 s); the regrid step itself: test_pipeline_step_verifies_and_replays
 def test_tuner_chooses_a_problem_sized_grid(tmp_path, monkeypatch):
     """With the cost model as the latency source (forced: a GPU host would time), the capped
     source launch is the slowest candidate. The search offers the regridded retargets as their

@@ -68,7 +68,9 @@ def test_the_alternative_is_refused_as_an_alternative_where_it_does_not_apply():
     assert not isinstance(e.value, AlternativeRefused)
 
 
-@pytest.mark.parametrize("src", ["gemm/gemm.c", "gemm/gemm_mfma.hip"])
+@pytest.mark.parametrize("src", ["gemm/gemm.c",
+                                 # the MFMA source's route through untile (90 s): pytest -m long
+                                 pytest.param("gemm/gemm_mfma.hip", marks=pytest.mark.long)])
 def test_default_cuda_output_of_a_float32_matmul_is_register_blocked(tmp_path, src):
     r = migrate(EXAMPLES / src, to="cuda", outdir=tmp_path / "o", perf=False)
     assert r.verified

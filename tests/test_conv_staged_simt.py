@@ -107,9 +107,12 @@ def test_columns_must_be_parallel_in_the_source():
 
 
 @pytest.mark.parametrize("src,dst,mfma", [
-    ("conv2d_nhwc/conv2d_nhwc.c", "cuda", False), ("conv2d_nhwc/conv2d_nhwc.c", "hip", True),
-    ("conv2d_nhwc/conv2d_nhwc.cu", "hip", True), ("conv2d_nhwc/conv2d_nhwc.hip", "cuda", False),
-    ("depthwise_conv2d/depthwise_conv2d.c", "cuda", False), ("depthwise_conv2d/depthwise_conv2d.hip", "cuda", False)])
+    ("conv2d_nhwc/conv2d_nhwc.c", "cuda", False), ("conv2d_nhwc/conv2d_nhwc.cu", "hip", True),
+    ("depthwise_conv2d/depthwise_conv2d.hip", "cuda", False),
+    # the same plans from the other sources (40 s each): pytest -m long
+    pytest.param("conv2d_nhwc/conv2d_nhwc.c", "hip", True, marks=pytest.mark.long),
+    pytest.param("conv2d_nhwc/conv2d_nhwc.hip", "cuda", False, marks=pytest.mark.long),
+    pytest.param("depthwise_conv2d/depthwise_conv2d.c", "cuda", False, marks=pytest.mark.long)])
 def test_conv_migration_stages_in_shared_memory_and_verifies(src, dst, mfma, tmp_path):
     r = migrate(EXAMPLES / src, to=dst, outdir=tmp_path / "o", perf=False)
     assert r.verified and "emu:simt-cpu" in r.verdict.substrate   # a GPU host adds "hw:nvidia-… + "

@@ -207,6 +207,7 @@ void f(const float* x, float* y, int rows, int tail) {
     assert ei.value.code == "XP4001" and ei.value.line == 8
 
 
+@pytest.mark.long     # a tuning run of a route the default plans now take themselves (test_softmax_avx512_rows.py)
 def test_softmax_avx512_reaches_a_verified_block_per_row_candidate_and_replays(tmp_path, monkeypatch):
     """The cost model decides (forced on any host); a stand-in rates programs with the
     block-reduction tree fastest, so the search takes the accumulator route's rows='block'

@@ -81,6 +81,7 @@ def test_exchange_form_with_byte_extraction_and_no_lift():
     assert len(casts) == 2                     # one byte of A, one of B per product
 
 
+@pytest.mark.long     # a round trip of two migrations (53 s)
 def test_own_hip_output_migrates_back_to_cuda_and_verifies(tmp_path):
     src = EXAMPLES / "conv2d_nhwc" / "conv2d_nhwc_vnni.c"
     h = migrate(src, to="hip", outdir=tmp_path / "h", perf=False)

@@ -661,8 +661,26 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     step_ctx = StepContext(_launch_to_params(kspec.launch, kspec, params), _instance_params(kspec, params),
                            _preconditions_to_params(kspec, params))
 
+    applied: dict = {}   # (program key, dialect, entry, pass, params) -> (program, text) or its PassError
+
     def run_symbolic(k, pname, pparams, cur: Stage):
-        return apply_step(Step(pname, pparams), cur, step_ctx)
+        """The symbolic rewrite of ``cur`` by one step. A pass is a function of its input program
+        and parameters (and of this migration's fixed step context), so each is applied once: a
+        probed plan's steps, and the prefix the plans share (detensorize, loop recovery), are not
+        re-derived when the plan runs (a probed unstage_rows took 18 s twice). A fresh Stage each
+        time: callers set its steps."""
+        key = (cur.key, cur.dialect, cur.entry, pname, json.dumps(pparams, sort_keys=True, default=repr))
+        got = applied.get(key)
+        if got is None:
+            try:
+                new = apply_step(Step(pname, pparams), cur, step_ctx)
+                got = applied[key] = (new.program, new.text)
+            except PassError as e:
+                applied[key] = e
+                raise
+        if isinstance(got, PassError):
+            raise got
+        return Stage(got[0], got[0].dialect, cur.entry, cur.steps, got[1])
 
     def try_candidate(k, pname, pparams, cur: Stage, new: Stage, who: str, text_in_log: bool):
         stage_texts.setdefault(new.hash, new.text)
