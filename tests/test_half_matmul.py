@@ -165,7 +165,8 @@ def test_a_half_scale_factor_stays_in_nram():
 
 # ------------------------------------------------------------------------------------------ plans
 @pytest.mark.parametrize("dst,needle", [("bang", "__bang_matmul(C_nram, A_nram, B_wram"),
-                                        ("c", "_mm512_cvtph_ps")])
+                                        # (c: also test_half_contraction_to_c_packs_widened_panels_and_verifies)
+                                        pytest.param("c", "_mm512_cvtph_ps", marks=pytest.mark.long)])
 def test_default_plan_from_half_mfma_uses_the_matrix_form(tmp_path, dst, needle):
     from xpiler.api import migrate
     r = migrate(ROOT / "examples" / "gemm" / "gemm_mfma_f16.hip", to=dst, outdir=tmp_path / "o", perf=False)

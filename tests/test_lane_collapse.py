@@ -227,7 +227,7 @@ def _tuned(tmp_path, monkeypatch, name, entry):
 
 
 @pytest.mark.parametrize("name,entry,arrays", [("relu_avx512", "relu_avx512", ["x"]),
-                                               ("add_avx512", "add_avx512", ["a", "b"])])
+                                               pytest.param("add_avx512", "add_avx512", ["a", "b"], marks=pytest.mark.long)])
 def test_avx512_source_reaches_the_flat_form_and_replays(tmp_path, monkeypatch, name, entry, arrays):
     from xpiler.replay import replay
     r, out, events = _tuned(tmp_path, monkeypatch, name, entry)

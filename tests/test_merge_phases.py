@@ -142,7 +142,7 @@ def test_phases_that_share_state_between_threads_are_kept(at, store, why):
     assert any(w and why in w for _, w in notes), notes
 
 
-@pytest.mark.parametrize("src,to", [("conv2d_nchw.cu", "bang"), ("conv2d_nchw.cu", "hip"),
+@pytest.mark.parametrize("src,to", [("conv2d_nchw.cu", "bang"), pytest.param("conv2d_nchw.cu", "hip", marks=pytest.mark.long),
                                     # the hip source's copy of the cuda one's route: pytest -m long
                                     pytest.param("conv2d_nchw.hip", "bang", marks=pytest.mark.long)])
 def test_conv2d_nchw_simt_sources_reach_the_targets_units_and_verify(tmp_path, src, to):

@@ -91,8 +91,10 @@ def test_own_hip_output_migrates_back_to_cuda_and_verifies(tmp_path):
     assert I8 not in r.code and "(int8_t)((unsigned)" in r.code
 
 
-@pytest.mark.parametrize("to,substrate", [("cuda", "emu:simt-cpu"), ("c", "c-host"),
-                                          ("bang", "emu:bang-cpu")])
+@pytest.mark.parametrize("to,substrate", [("cuda", "emu:simt-cpu"),
+                                          # (int8 -> c and -> bang: also test_dp4a_lowering, test_bang_matmul_i8)
+                                          pytest.param("c", "c-host", marks=pytest.mark.long),
+                                          pytest.param("bang", "emu:bang-cpu", marks=pytest.mark.long)])
 def test_wild_int8_mfma_gemm_migrates_and_verifies(to, substrate, tmp_path):
     if substrate == "c-host":   # native AVX-512 VNNI where the CPU has it, else SIMD Everywhere
         from xpiler.platforms.c import CPlatform

@@ -119,7 +119,7 @@ def test_broken_obligations_keep_the_band_loop(old, new, reason):
     assert has_while(recover(src))
 
 
-@pytest.mark.parametrize("to", ["cuda", "hip"])
+@pytest.mark.parametrize("to", ["cuda", pytest.param("hip", marks=pytest.mark.long)])   # (hip: pytest -m long)
 def test_conv1d_mlu_reaches_shared_tiles_and_mfma_and_verifies(tmp_path, to):
     """End to end: un-banded, conv1d.mlu takes the plan of conv1d.c (binding, cache, tensorize):
     shared-memory tiles on cuda, LDS tiles + MFMA on hip (the idiom rule of issue 15); verified

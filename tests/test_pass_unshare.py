@@ -114,7 +114,7 @@ def assert_bang_conv_on_chip(text):
     assert args[2] in wram and args[1] in nram and args[0] in nram
 
 
-@pytest.mark.parametrize("to", ["bang", "cuda"])
+@pytest.mark.parametrize("to", [pytest.param("bang", marks=pytest.mark.long), "cuda"])   # (bang: pytest -m long)
 def test_conv1d_hip_reaches_the_targets_staging_and_verifies(tmp_path, to):
     """examples/conv1d/conv1d.hip stages its filter in LDS; un-shared, the BANG plan reaches the
     cache / tensorize convolution form (WRAM filter, NRAM input, `__bang_conv` on both) and the
