@@ -287,7 +287,8 @@ def test_c_row_kernels_verify(tmp_path, name, target):
 
 
 @pytest.mark.parametrize("name,loop,target", [("softmax", "r", "cuda"), ("layernorm", "task", "cuda"),
-                                              ("gemv", "task", "hip")])
+                                              # (a second task loop, to hip: pytest -m long)
+                                              pytest.param("gemv", "task", "hip", marks=pytest.mark.long)])
 def test_bang_row_kernels_verify_one_block_per_task(tmp_path, name, loop, target):
     """rows='core': a BANG task per block; the row loops inside the task run in every thread,
     each column loop's reduction folds with shuffles (its slots reused row after row)."""

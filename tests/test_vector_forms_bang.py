@@ -73,7 +73,8 @@ __mlu_global__ void k(const float* x, float* y, int n) {
         get("tensorize").apply(parse_text(changed, "bang", "<test>"), entry="k", target="bang")
 
 
-@pytest.mark.parametrize("op,name", [("add", "add_avx512"), ("relu", "relu_avx512")])
+@pytest.mark.parametrize("op,name", [pytest.param("add", "add_avx512", marks=pytest.mark.long),   # (relu: the same plan)
+                                     ("relu", "relu_avx512")])
 def test_avx512_source_reaches_bang_vector_ops(tmp_path, op, name):
     from xpiler.migration.driver import migrate
     sys.path.insert(0, str(ROOT / "benchmarks"))
