@@ -72,22 +72,8 @@ from .unband_conv import _Conv, _Group, _horner, _Poly, _Seq, _Store, _Undecided
 _FLOAT = N.Scalar("float32", "float")
 
 
-# the polynomials of unband_conv's _Poly: dicts of xpiler/ir/poly.py (its reader form) or sympy
-# expressions (its earlier form); these four work on either
-def _padd(a, b, sign=1):
-    return poly.add(a, b, sign) if isinstance(a, dict) else sp.expand(a + sign * b)
-
-
-def _pmul(a, b):
-    return poly.mul(a, b) if isinstance(a, dict) else sp.expand(a * b)
-
-
-def _patoms(p):
-    return poly.atoms(p) if isinstance(p, dict) else set(p.free_symbols)
-
-
-def _psubst(p, s, rep):
-    return poly.subst(p, s, rep) if isinstance(p, dict) else sp.expand(p.subs(s, rep))
+# the polynomials of unband_conv's _Poly are xpiler/ir/poly.py dicts
+_padd, _pmul, _patoms, _psubst = poly.add, poly.mul, poly.atoms, poly.subst
 
 
 class _Taps(_Group):
