@@ -450,14 +450,7 @@ def splice_blocks(program: N.Program, func: N.Func, omp_regions: bool = False) -
         return omp_regions and w[:2] == ["omp", "parallel"] and not (len(w) > 2 and w[2] in ("for", "sections",
                                                                                               "loop", "workshare"))
 
-    def names(n):
-        out = set()
-        for x in walk(n):
-            if isinstance(x, (N.Var, N.Decl)):
-                out.add(x.name)
-            elif isinstance(x, N.For):
-                out.add(x.var)
-        return out
+    names = row_blocks.names
     stmts, changed = tuple(func.body.stmts), False
     while True:
         out, spliced = [], False

@@ -28,7 +28,8 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, walk
 
 
-def _names(n) -> set:
+def names(n) -> set:
+    """Every name a node declares, reads or loops over."""
     out = set()
     for x in walk(n):
         if isinstance(x, (N.Var, N.Decl)):

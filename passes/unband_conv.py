@@ -943,12 +943,18 @@ def lift(fn, program, task, assume=()):
     """The un-banded task (a ``For``) or :class:`Refused`. Results are kept per (function, task,
     preconditions, macros): loop recovery's alternatives ask for the same task several times and
     each answer costs many Z3 proofs."""
+    return memo_run(_Conv, fn, program, task, assume)
+
+
+def memo_run(cls, fn, program, task, assume=()):
+    """``cls(fn, program, assume).run(task)`` (a lifter of this module's kind), its answer or its
+    :class:`Refused` kept per (lifter, function, task, preconditions, macros)."""
     macros = tuple(program.macros) if program is not None else ()
-    key = (fn, task, tuple(assume), macros)
+    key = (cls, fn, task, tuple(assume), macros)
     hit = _MEMO.get(key)
     if hit is None:
         try:
-            hit = ("ok", _Conv(fn, program, assume).run(task))
+            hit = ("ok", cls(fn, program, assume).run(task))
         except Refused as e:
             hit = ("no", e)
         if len(_MEMO) > 64:

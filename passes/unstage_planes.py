@@ -67,7 +67,7 @@ from . import dependence as D
 from .decache import _flatten, _pure
 from .task_slices import _drop_dead
 from .unband import INT, Refused, _c, _drop_comments, _stmts, _strip
-from .unband_conv import _Conv, _Group, _horner, _Poly, _Seq, _Store, _Undecided
+from .unband_conv import _Conv, _Group, _horner, _Poly, _Seq, _Store, _Undecided, memo_run
 
 _FLOAT = N.Scalar("float32", "float")
 
@@ -424,23 +424,7 @@ class _Planes(_Conv):
         return out
 
 
-_MEMO: dict = {}
-
-
 def lift(fn, program, task, assume=()):
     """The un-staged task (a ``For``) or :class:`Refused`; answers kept per (function, task,
     preconditions, macros) as in :func:`passes.unband_conv.lift`."""
-    macros = tuple(program.macros) if program is not None else ()
-    key = (fn, task, tuple(assume), macros)
-    hit = _MEMO.get(key)
-    if hit is None:
-        try:
-            hit = ("ok", _Planes(fn, program, assume).run(task))
-        except Refused as e:
-            hit = ("no", e)
-        if len(_MEMO) > 64:
-            _MEMO.clear()
-        _MEMO[key] = hit
-    if hit[0] == "no":
-        raise hit[1]
-    return hit[1]
+    return memo_run(_Planes, fn, program, task, assume)
