@@ -9,6 +9,8 @@
 #   CALL=2 bash benchmarks/gpu_suite_calls.sh      # cuda second half + the cuda timing table
 #   CALL=3 bash benchmarks/gpu_suite_calls.sh      # hip migrations + the hip-on-cuda table
 #   CALL=4 bash benchmarks/gpu_suite_calls.sh      # idiom counts of W, the given test files
+#   CALL=5 SETS="cuda=conv1d,depthwise_conv2d hip=add" bash benchmarks/gpu_suite_calls.sh
+#                                                  # only these operators: migrations, then the tables
 # Written 2026-12-05 (fifteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -37,4 +39,17 @@ case "${CALL:-1}" in
 4) python3 benchmarks/idiom_check.py --json "$OUT/idiom.json" "$W/k" > "$OUT/idiom.txt" 2>&1; tail -8 "$OUT/idiom.txt"
    [ -n "${TESTS:-}" ] && timeout "${TEST_S:-400}" python3 -m pytest -v -n 16 -p no:cacheprovider -rfE $TESTS \
        > "$OUT/pytest.txt" 2>&1; grep -E "FAILED|passed|failed" "$OUT/pytest.txt" 2>/dev/null | tail -20 ;;
+5) # SETS="cuda=conv1d,depthwise_conv2d hip=add,relu": migrations of those operators to each target
+   for set in ${SETS:?SETS names target=op,op pairs}; do
+       t=${set%%=*}; ops=""
+       for o in $(echo "${set#*=}" | tr , ' '); do ops="$ops --op $o"; done
+       timeout "${LIMIT:-300}" python3 benchmarks/migrate_all.py --to "$t" $ops --workers "${WORKERS:-16}" \
+           --keep "$W/k" --json "$W/mig_ops_$t.json" > "$OUT/mig_ops_$t.txt" 2>&1
+       grep -c '^PASS' "$OUT/mig_ops_$t.txt"; grep -v '^PASS' "$OUT/mig_ops_$t.txt" | tail -6
+   done
+   for set in ${SETS}; do
+       t=${set%%=*}
+       timeout "${PERF_S:-150}" python3 benchmarks/gpu_perf.py "$W/k" --out "$OUT" --to "$t" --jobs 16 \
+           > "$OUT/gpu_perf_ops_$t.txt" 2>&1; tail -40 "$OUT/gpu_perf_ops_$t.txt"
+   done ;;
 esac
