@@ -151,7 +151,7 @@ def _check(program: N.Program, *, entry: str, target: str = "cuda", mode: str = 
         if regrid:
             if block not in regrid_pass.BLOCK_SIZES + BLOCK_SIZES:
                 raise PassError(NAME, f"block size {block} is not one of {BLOCK_SIZES}", func)
-            plan.update(regrid_pass.check(program, func))
+            plan.update(regrid_pass.check(program, func, block))
         return plan
     if regrid:
         raise PassError(NAME, "regrid=True sizes the launch of a retargeted SIMT kernel (mode='retarget')", func)

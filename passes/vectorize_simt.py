@@ -101,7 +101,7 @@ def check(program: N.Program, *, entry: str, width: int = 4, block: int = 256, g
         raise PassError(NAME, f"grid cap {grid_cap} is not one of {GRID_CAPS}", func)
     if func.body is None:
         raise PassError(NAME, "the kernel has no body", func, "XP4002")
-    loop, form = _the_loop(program, func)
+    loop, form = _the_loop(program, func, block)
     body_checks = _check_body(program, func, loop)
     if form == "bound":
         _check_after(program, func, loop, body_checks["reads"], body_checks["writes"])
@@ -124,7 +124,7 @@ def _stmts(body):
     return out
 
 
-def _the_loop(program, func):
+def _the_loop(program, func, block=None):
     """The entry's one loop and its form: ``"bound"`` (binding ``global.x``) or ``"stride"``
     (a parsed grid-stride loop, checked by passes/regrid.py)."""
     stmts = _stmts(func.body)
@@ -140,7 +140,7 @@ def _the_loop(program, func):
     if loop.binding is None:
         from . import regrid
         try:
-            regrid.check(program, func)
+            regrid.check(program, func, block)
         except PassError as e:
             raise PassError(NAME, f"the loop is not a grid-stride loop over global.x ({e.why})", loop,
                             "XP4002") from None

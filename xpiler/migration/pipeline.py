@@ -68,6 +68,13 @@ def _tensorize(dst: str, **extra) -> tuple[str, dict]:
 VECTORIZE = {"width": 4, "block": 512, "as_alternative": True}
 
 
+#: the retarget plan's binding first sizes a grid-stride kernel's launch from the problem
+#: (passes/regrid.py), as an alternative: where regrid refuses, the source's launch is kept. On the
+#: H200 the capped grids of the cuda sources ran at 0.05-0.22x of PyTorch as hip outputs
+#: (docs/decisions.md, 2026-12-06 "The retarget plan regrids")
+REGRID = {"regrid": True, "block": 512, "grid_cap": None, "as_alternative": True}
+
+
 def _finish(dst: str) -> list[tuple[str, dict]]:
     # float4 elementwise loops end every cuda and hip plan (docs/decisions.md, 2026-12-05 and
     # 2026-12-06: on the H200 the hip outputs without it ran at 0.05-0.93x of PyTorch)
@@ -141,7 +148,9 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
     if src in SIMT and dst in SIMT:
         # keep the thread structure (rebind to the other SIMT model directly) when that verifies;
         # otherwise go through sequential loops like every other direction
-        retarget = [("detensorize", {"target": dst}), ("binding", {"target": dst, "mode": "retarget"})] + _finish(dst)
+        # (a grid-stride kernel's launch sized from the problem first, :data:`REGRID`)
+        retarget = [("detensorize", {"target": dst}),
+                    ("binding", {"target": dst, "mode": "retarget", ALTERNATIVES: [dict(REGRID), {}]})] + _finish(dst)
         # a matrix kernel (gemm, bmm, conv) is worth re-deriving through loops when that reaches the
         # target's matrix instruction (MFMA on hip, WMMA for half on cuda): the driver first runs this
         # plan's passes without tests and skips it unless the `require`d step applies
