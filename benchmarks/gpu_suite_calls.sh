@@ -11,6 +11,10 @@
 #   CALL=4 bash benchmarks/gpu_suite_calls.sh      # idiom counts of W, the given test files
 #   CALL=5 SETS="cuda=conv1d,depthwise_conv2d hip=add" bash benchmarks/gpu_suite_calls.sh
 #                                                  # only these operators: migrations, then the tables
+#   CALL=6 SOURCES="gemm/gemm.c softmax/softmax.c" bash benchmarks/gpu_suite_calls.sh
+#                                                  # untuned cuda outputs of these examples, then their
+#                                                  # search-space candidates (benchmarks/cost_rank.py make)
+#   CALL=7 bash benchmarks/gpu_suite_calls.sh      # those candidates timed: the cost model's Spearman
 # Written 2026-12-05 (fifteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -52,4 +56,13 @@ case "${CALL:-1}" in
        timeout "${PERF_S:-150}" python3 benchmarks/gpu_perf.py "$W/k" --out "$OUT" --to "$t" --jobs 16 \
            > "$OUT/gpu_perf_ops_$t.txt" 2>&1; tail -40 "$OUT/gpu_perf_ops_$t.txt"
    done ;;
+6) srcs=""; for x in ${SOURCES:?SOURCES names example files}; do srcs="$srcs --source examples/$x"; done
+   timeout "${LIMIT:-240}" python3 benchmarks/migrate_all.py --to cuda $srcs --workers "${WORKERS:-16}" \
+       --keep "$W/r" > "$OUT/mig_rank.txt" 2>&1
+   grep -c '^PASS' "$OUT/mig_rank.txt"; grep -v '^PASS' "$OUT/mig_rank.txt" | tail -6
+   timeout "${MAKE_S:-300}" python3 benchmarks/cost_rank.py make "$W/r" "$W/cands" --per-kernel "${PER:-12}" \
+       --jobs "${WORKERS:-16}" > "$OUT/cost_rank_make.txt" 2>&1; tail -25 "$OUT/cost_rank_make.txt"
+   cp "$W/cands/manifest.json" "$OUT/cost_rank_manifest.json" 2>/dev/null ;;
+7) timeout "${PERF_S:-540}" python3 benchmarks/cost_rank.py time "$W/cands" --jobs 16 > "$OUT/cost_rank_time.txt" 2>&1
+   cp "$W/cands/timed.json" "$OUT/cost_rank_timed.json" 2>/dev/null; tail -45 "$OUT/cost_rank_time.txt" ;;
 esac

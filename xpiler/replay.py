@@ -56,6 +56,16 @@ class ReplayResult:
     reverified: bool | None = None
     substrate: str | None = None
     messages: list[str] = field(default_factory=list)
+    # the re-derived output as IR (with its launch), the spec every migrated program of this log
+    # is tested against (launch sizes added as parameters) and the entry's parameter names: what
+    # a caller needs to apply further steps to the output and write a spec for each (e.g.
+    # benchmarks/cost_rank.py)
+    program: object = None
+    kernel_spec: object = None
+    kernel_params: list = field(default_factory=list)
+    step_context: object = None
+    # every program the log's steps re-derived, by printed hash: (program, text)
+    derived: dict = field(default_factory=dict)
 
 
 def _h(text: str) -> str:
@@ -355,6 +365,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
 
     res.ok, res.output_hash, res.verified = True, ohash, verified
     prog, cur_text = final
+    res.program, res.kernel_spec, res.kernel_params = prog, kspec, list(params)
+    res.step_context, res.derived = step_ctx, derived
     launch = prog.launch_dict(spec.entry)
     if reverify:
         from .verify.tester import compare_kernels
