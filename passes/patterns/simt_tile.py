@@ -37,6 +37,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from . import common as U
+from . import simt_orient as SO
 
 SIMT_BOUND = ("global.x", "global.y", "global.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
               "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -341,6 +342,17 @@ def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contractio
             raise NotMatmul("the row-split / per-row forms are read from the i-j form only", root)
         _columns_parallel(program, func, root, [v for v, _ in col_loops])
     (la, oa), (lb, ob) = order
+    if wider and not per_row:
+        # the reduction loops in the order that makes an operand stride 1 along k, when the source's
+        # makes none so (simt_orient: reassociates a float sum)
+        red2 = SO.reduction_order(red, [la.index, lb.index], allv)
+        if red2 != red:
+            red, K = red2, _extent(red2)
+    # innermost row / column loop variables of the result (before the renaming below): the
+    # transposed reading when only the row is stride 1 in C (simt_orient)
+    inner_row = cols[split - 1][0] if split else (None if flat_rows else PREFIX + "i")
+    inner_col = cols[-1][0] if len(cols) > split else (PREFIX + "j" if not cols else None)
+    swap = wider and not per_row and SO.transposed(ctgt.index, inner_row, inner_col, allv)
     # flattened row / column / reduction loops: the placeholders become / and % of xp_i / xp_j / xp_k
     flat, ren = {}, {}
     if split:
@@ -367,6 +379,15 @@ def analyse(program: N.Program, func: N.Func, wider: bool = False) -> Contractio
 
     def idx(e):
         return substitute(substitute(e, ren), flat)
+    if swap:
+        # C^T = B^T A^T: B's columns are the rows, A's rows the columns (each C element is the same sum)
+        ij = {PREFIX + "i": N.Var(PREFIX + "j"), PREFIX + "j": N.Var(PREFIX + "i")}
+
+        def tdx(e):
+            return substitute(idx(e), ij)
+        return Contraction(func, root, prelude, N_, M, K, batch, ctgt.base.name, tdx(ctgt.index),
+                           lb.base.name, tdx(lb.index), la.base.name, tdx(la.index), op_b, op_a,
+                           {"A": dts["B"], "B": dts["A"], "C": dts["C"]}, acc_dtype, per_row)
     return Contraction(func, root, prelude, M, N_, K, batch, ctgt.base.name, idx(ctgt.index),
                        la.base.name, idx(la.index), lb.base.name, idx(lb.index),
                        op_a, op_b, dts, acc_dtype, per_row)
