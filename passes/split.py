@@ -20,7 +20,11 @@ After (``factor=4``)::
 Legality (:func:`check_split`): ``factor`` is an integer >= 1 (1 is "nothing to do",
 XP4002); the loop is canonical (a ``For`` whose step is a positive integer constant and whose
 variable the body never assigns).  The iteration order is unchanged, so no dependence test is
-needed.  A bound loop (``binding`` set) keeps its binding on the outer loop.
+needed.  A loop bound to threads, blocks or tasks (``binding`` set) is refused: each bound
+index would start ``factor`` chunks further on (``gtid * factor``) under the launch sized for the
+unsplit loop, so most threads would find no work, and the product overflows a 32-bit index at
+sizes the source handles (an H100 run of such a candidate: ``(gtid * 128)`` past 2^31 at
+n = 2^24). Giving each thread more elements is binding's parameter (its grid and block), not a split.
 """
 from __future__ import annotations
 
@@ -58,6 +62,10 @@ def check_split(func: N.Func, lp: N.For, factor) -> None:
         raise PassError(NAME, f"loop '{lp.var}' is not canonical: its step is not a positive constant", lp)
     if lp.var in D.assigned_names(lp.body):
         raise PassError(NAME, f"loop '{lp.var}' is not canonical: the body assigns its variable", lp)
+    if lp.binding is not None:
+        raise PassError(NAME, f"loop '{lp.var}' is bound to {lp.binding}: a split would start each bound index "
+                        f"{factor} chunks apart under the launch sized for the unsplit loop (idle threads, and "
+                        "an index product that can overflow 32 bits); size the launch with binding instead", lp)
     tc = _const_trip(lp)
     if tc is not None and tc <= factor:
         raise PassError(NAME, f"loop '{lp.var}' runs {tc} iterations: a split by {factor} leaves one chunk",
@@ -75,7 +83,7 @@ def split(program: N.Program, func: N.Func, lp: N.For, factor: int) -> N.Program
     inner_pr = tuple(p for p in lp.pragmas if p.startswith("unroll"))
     outer_pr = tuple(p for p in lp.pragmas if not p.startswith("unroll"))
     inner = N.For(lp.var, vo, hi, lp.step, lp.body, None, lp.var_type, inner_pr, "<", loc=lp.loc)
-    outer = N.For(outer_var, lp.lo, lp.hi, N.Const(chunk), N.Block((inner,)), lp.binding,
+    outer = N.For(outer_var, lp.lo, lp.hi, N.Const(chunk), N.Block((inner,)), None,
                   lp.var_type or N.Scalar("int32", "int"), outer_pr, "<", loc=lp.loc)
     new_func = D.replace_node(func, lp, outer)
     return program.with_(items=tuple(new_func if it is func else it for it in program.items))

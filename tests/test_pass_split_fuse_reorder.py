@@ -78,6 +78,22 @@ def test_split_refusals():
     assert "ambiguous" in e.why
 
 
+def test_split_refuses_a_bound_loop():
+    """A loop bound to threads keeps the launch sized for one element per thread; split would make
+    each thread start at gtid * factor (idle threads, and a 32-bit overflow on an H100 at n = 2^24,
+    RESULTS.md 2026-12-06 seventeenth session), so it is refused and not offered; the bound loop's
+    inner loops of other kernels are still split."""
+    from xpiler.passes import binding
+    res = binding.apply(c_prog(SCALE), entry="scale", target="cuda", loop="j", block=64)
+    prog = res[0].with_launch("scale", res[1]) if isinstance(res, tuple) else res
+    lp = next(n for n in walk(prog.func("scale")) if isinstance(n, N.For))
+    assert lp.binding is not None
+    e = refuse(split, prog, entry="scale", loop="j", factor=128)
+    assert "bound" in e.why and "launch" in e.why
+    assert not [c for c in split.candidates(prog, "cuda") if c["loop"] == "j"]
+    assert split.candidates(c_prog(SCALE), "c")          # the unbound loop is still a candidate
+
+
 def test_split_candidates():
     c = split.candidates(c_prog(SCALE), "c")
     assert {x["factor"] for x in c} == set(split.FACTORS) and all(x["loop"] == "j" for x in c)
