@@ -13,13 +13,15 @@ holds. :func:`check` accepts such statements when, under every launch ``regrid``
 set of threads and what each of them does stay the same:
 
 1. **The tail reads the launch only through g.** After the loop come scalar declarations whose
-   values read no memory, and ``if`` statements without ``else``. Where they name the thread, it
+   values read no memory, and ``if`` statements without ``else`` whose conditions read no memory
+   (every thread evaluates them, whatever the launch). Where they name the thread, it
    is through ``g`` = ``blockIdx.x * blockDim.x + threadIdx.x`` (written out, or a never-assigned
    scalar declared with that value). Nothing else in them reads a parallel builtin, the loop's
    stride or the loop variable.
 2. **Only threads below K pass a condition**, ``K`` = min(the program's block size, the new
    block size): the condition, with the declarations substituted, implies ``g < K`` for every
-   value of the kernel's parameters (Z3; C's truncated ``/`` and ``%``). A launch has at least
+   value of the kernel's parameters (Z3; C's truncated ``/`` and ``%``). The program's launch must
+   be a one-dimensional block of constant size (its grid and block y, z are 1). A launch has at least
    one block, so the old launch ran every thread that passes and so does the new one; each
    ``if`` runs its body in the same threads with the same ``g``, as before.
 3. **The tail and the loop touch different elements.** The tail is ordered after its own
@@ -36,8 +38,6 @@ same threads, touching nothing the iterations touch: the kernel's result does no
 launch. Every refusal is a ``PassError`` (XP4001) naming the statement.
 """
 from __future__ import annotations
-
-import z3
 
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, walk
