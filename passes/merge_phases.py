@@ -156,60 +156,16 @@ def _injective(f, loops) -> bool:
 
 
 # ---------------------------------------------------------------------------- combined indices
-class _Space:
-    """affine_sym's polynomial space that also keeps the IR of each opaque symbol."""
-
-    def __init__(self, loopvars):
-        from .patterns import affine_sym as A
-
-        class S(A.Space):
-            def to_poly(s2, e):
-                r = A.Space.to_poly(s2, e)
-                if getattr(r, "is_Symbol", False) and r.name in s2.opaque and r.name not in self.nodes:
-                    self.nodes[r.name] = e
-                return r
-        self.nodes = {}
-        self.space = S(loopvars)
-
-
-def _from_poly(expr, space: _Space):
-    """A sympy polynomial with integer coefficients as an IR expression (None if it is not one)."""
-    import sympy as sp
-
-    def atom(x):
-        if x.is_Symbol:
-            return space.nodes.get(x.name, N.Var(x.name))
-        if x.is_Pow and x.exp.is_Integer and x.exp > 0:
-            out = atom(x.base)
-            for _ in range(int(x.exp) - 1):
-                out = N.BinOp("*", out, atom(x.base))
-            return out
-        raise ValueError(x)
-    out = None
-    for t in sorted(sp.Add.make_args(sp.expand(expr)), key=str):
-        c, rest = t.as_coeff_Mul()
-        if not c.is_Integer:
-            return None
-        c = int(c)
-        fs = [atom(f) for f in sp.Mul.make_args(rest)] if rest != 1 else []
-        term = None
-        for f in ([N.Const(abs(c), "int32", str(abs(c)))] if abs(c) != 1 or not fs else []) + fs:
-            term = f if term is None else N.BinOp("*", term, f)
-        if out is None:
-            out = term if c >= 0 else N.UnOp("-", term)
-        else:
-            out = N.BinOp("+" if c >= 0 else "-", out, term)
-    return out if out is not None else N.Const(0, "int32", "0")
-
-
 def _rebase(stmts, decls, lets: dict, loops, macros: dict):
     """Index expressions of ``stmts`` written over the combined indices the guard's declarations
     define (``ho = by * 16 + ty`` with ``ty < 16``): each index that names ``by`` (after the pure
     declarations of the block are written out) is rewritten, with ``by = (ho - ty) / 16``, as a
     polynomial of ``ho``; kept when ``by`` or ``ty`` remain or a coefficient is not an integer.
     The rewritten index is the same integer wherever ``ho = 16 * by + ty`` (a polynomial identity)."""
-    import sympy as sp
+    from fractions import Fraction
+    from xpiler.ir import poly as P
     from xpiler.ir.visit import substitute
+    from .patterns import index_poly as A
     ext = dict(loops)
     mac = {k: m.expr for k, m in macros.items() if m.params is None and m.expr is not None}
 
@@ -253,17 +209,17 @@ def _rebase(stmts, decls, lets: dict, loops, macros: dict):
         if not (_vars(e) & outer):
             return n
         try:
-            sp_ = _Space(set(gone))
-            poly = sp_.space.to_poly(e)
+            sp_ = A.Space(set(gone))
+            poly = sp_.to_poly(e)
         except Exception:
             return n
         for name, o, t, c in pairs:
-            poly = poly.subs(sp.Symbol(o, integer=True), (sp.Symbol(name, integer=True) - sp.Symbol(t, integer=True)) / c)
-        poly = sp.expand(poly)
-        if {str(x) for x in poly.free_symbols} & gone:
+            if not (isinstance(c, int) and c):
+                return n
+            poly = P.subst(poly, o, {(name,): Fraction(1, c), (t,): Fraction(-1, c)})
+        if P.atoms(poly) & gone or any(Fraction(c).denominator != 1 for c in poly.values()):
             return n
-        new = _from_poly(poly, sp_)
-        return n if new is None else n.with_(index=new)
+        return n.with_(index=A.ir({m: int(c) for m, c in poly.items()}, sp_, sp_.nodes))
     return [rewrite(st, fix) for st in stmts]
 
 

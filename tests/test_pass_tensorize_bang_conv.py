@@ -8,7 +8,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk
 from xpiler.passes import tensorize
 from xpiler.passes.base import PassError
-from xpiler.passes.patterns import affine_sym as A
+from xpiler.passes.patterns import index_poly as A
 from xpiler.passes.patterns import bang_conv as BC
 
 from test_pass_cache import bind_first_loop, bound, verify

@@ -38,13 +38,13 @@ loop runs.
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly as P
 from xpiler.ir.visit import rewrite, walk
 
 from . import common as U
-from . import affine_sym as A
+from . import index_poly as A
 from . import scalar_eval as SE
 from .bang_pool import NotPool, _let, _pure, _resolve, _strip, _unit, descend_window
 
@@ -128,19 +128,19 @@ def analyse(program: N.Program, func: N.Func) -> dict:
     if divs:
         digits = [PFX + f"d{j}" for j in range(len(divs) + 1)]
         sp_ = A.Space(set(ivars) | set(digits))
-        top = A.quotient(sp_.to_poly(new[3]), sp.Mul(*[sp_.to_poly(d) for d in divs]))
+        top = A.quotient(sp_.to_poly(new[3]), A.prod(sp_.to_poly(d) for d in divs))
         if top is None:
             raise NotConv("the bound loop's trip count is not a multiple of its digit divisors", root)
-        dim_ext = [(sp_.sym(d), sp_.to_poly(x)) for d, x in zip(digits, divs)] + [(sp_.sym(digits[-1]), top)]
-        dim_ext += [(sp_.sym(v), sp_.to_poly(h)) for (v, _), h in zip(dims[1:], new[4:3 + nd])]
+        dim_ext = [(d, sp_.to_poly(x)) for d, x in zip(digits, divs)] + [(digits[-1], top)]
+        dim_ext += [(v, sp_.to_poly(h)) for (v, _), h in zip(dims[1:], new[4:3 + nd])]
     else:
         sp_ = A.Space(set(ivars))
-        dim_ext = [(sp_.sym(v), sp_.to_poly(h)) for (v, _), h in zip(dims, new[3:3 + nd])]
+        dim_ext = [(v, sp_.to_poly(h)) for (v, _), h in zip(dims, new[3:3 + nd])]
     try:
         S, L0, L1 = (sp_.to_poly(new[j]) for j in range(3))
         KH, KW, CI = (sp_.to_poly(x) for x in new[3 + nd:6 + nd])
-        kh, kw = sp_.sym(khl.var), sp_.sym(kwl.var)
-        ci = sp_.sym(cil.var) if cil is not None else None
+        kh, kw = khl.var, kwl.var
+        ci = cil.var if cil is not None else None
         gens = [d for d, _ in dim_ext]
         allv = gens + [kh, kw] + ([ci] if ci is not None else [])
         b, b0 = A.coeffs(S, allv)
@@ -148,10 +148,10 @@ def analyse(program: N.Program, func: N.Func) -> dict:
                  (loads[1].base.name, A.coeffs(L1, allv), loads[0].base.name, A.coeffs(L0, allv))]
     except A.NotAffine as e:
         raise NotConv(e.why, store)
-    if any(b[v] != 0 for v in (kh, kw) + ((ci,) if ci is not None else ())):
+    if any(b[v] for v in (kh, kw) + ((ci,) if ci is not None else ())):
         raise NotConv("the output index depends on the window loops", store)
     ext = dict(dim_ext)
-    one = sp.Integer(1)
+    one = P.const(1)
     merged = None
     for inp, (a, a0), wgt, (fc, f0) in cands:
         fail = _roles(gens, ext, b, a, fc, kh, kw, ci, KH, KW, CI)
@@ -164,16 +164,16 @@ def analyse(program: N.Program, func: N.Func) -> dict:
         if ci is None:
             raise NotConv("no operand is a channels-last input with a [Cout][KH][KW][Cin] filter over a dense "
                           "[..][oh][ow][co] output", store)
-        rowsym = sp.Symbol(PFX + "m")
+        rowsym = PFX + "m"
         for inp, (a, a0), wgt, (fc, f0) in cands:
-            if not (A.equal(fc[kh], KW * fc[kw]) and a[kh] != 0 and a[kw] != 0):
+            if not (A.equal(fc[kh], P.mul(KW, fc[kw])) and a[kh] and a[kw]):
                 continue
             fc2, a2 = dict(fc), dict(a)
             fc2[rowsym], a2[rowsym] = fc[kw], a[kw]
-            fail = _roles(gens, ext, b, a2, fc2, rowsym, ci, None, KH * KW, CI, one)
+            fail = _roles(gens, ext, b, a2, fc2, rowsym, ci, None, P.mul(KH, KW), CI, one)
             if not isinstance(fail, str):
                 merged = (kh, kw, KW)
-                KH, KW, CI = KH * KW, CI, one
+                KH, KW, CI = P.mul(KH, KW), CI, one
                 a, fc, kw = a2, fc2, ci
                 break
         else:
@@ -185,7 +185,7 @@ def analyse(program: N.Program, func: N.Func) -> dict:
     digit = {g: f"{PFX}r{j}" for j, g in enumerate(rows)}
     def lin(const, coef, extra):
         terms = [(const, None)] + [(coef[g], digit[g]) for g in rows] + extra
-        return " + ".join(tx(c) + (f" * {v}" if v else "") for c, v in terms if c != 0) or "0"
+        return " + ".join(tx(c) + (f" * {v}" if v else "") for c, v in terms if c) or "0"
     if merged:      # row m of the tile is (ci, kh) = (m / KH, m % KH) of the source window
         o_ci, o_kh, o_KH = merged
         in_base = lin(a0, a, [(a[ow], PFX + "ow0"), (a[o_ci], f"({PFX}kh / ({tx(o_KH)}))"),
@@ -194,7 +194,7 @@ def analyse(program: N.Program, func: N.Func) -> dict:
         in_base = lin(a0, a, [(a[ow], PFX + "ow0"), (a[kh], PFX + "kh")])
     out_base = lin(b0, b, [(b[ow], PFX + "ow0")])
     filt_base = lin(f0, fc, [])
-    per_row = any(fc[g] != 0 for g in rows)
+    per_row = any(fc[g] for g in rows)
     # digits of the flat row index, innermost (smallest output stride) first
     split = []
     for j, g in enumerate(rows):
@@ -219,32 +219,32 @@ def _roles(gens, ext, b, a, fc, kh, kw, ci, KH, KW, CI):
     left = list(gens)
     if ci is not None and not (A.equal(a[ci], 1) and A.equal(fc[ci], 1)):
         return "channel stride"
-    if not (A.equal(fc[kw], CI) and A.equal(fc[kh], KW * CI)) or a[kw] == 0:
+    if not (A.equal(fc[kw], CI) and A.equal(fc[kh], P.mul(KW, CI))) or not a[kw]:
         return "window strides"
-    cos = [g for g in left if A.equal(b[g], 1) and a[g] == 0]
+    cos = [g for g in left if A.equal(b[g], 1) and not a[g]]
     co = cos[0] if len(cos) == 1 else None
     if len(cos) > 1:
         return "two channel loops"
     if co is not None:
         left.remove(co)
-        if not A.equal(fc[co], KH * KW * CI):
+        if not A.equal(fc[co], A.prod([KH, KW, CI])):
             return "filter stride"
-    Co = ext[co] if co is not None else sp.Integer(1)
-    ows = [g for g in left if A.equal(b[g], Co) and fc[g] == 0 and A.quotient(a[g], a[kw]) is not None]
+    Co = ext[co] if co is not None else P.const(1)
+    ows = [g for g in left if A.equal(b[g], Co) and not fc[g] and A.quotient(a[g], a[kw]) is not None]
     if len(ows) != 1:
         return "pixel loop"
     ow = ows[0]
     left.remove(ow)
     # dense: the rows' output strides are Wo*Co, then times each extent in turn
-    rows, stride = [], ext[ow] * Co
+    rows, stride = [], P.mul(ext[ow], Co)
     while left:
         hit = [g for g in left if A.equal(b[g], stride)]
         if len(hit) != 1:
             return "dense"
         rows.append(hit[0])
         left.remove(hit[0])
-        stride = stride * ext[hit[0]]
-    if co is None and fc[ow] != 0:
+        stride = P.mul(stride, ext[hit[0]])
+    if co is None and fc[ow]:
         return "filter per pixel"
     return (None, co, ow, rows, A.quotient(a[ow], a[kw]))
 

@@ -11,7 +11,7 @@ loops, and at the bottom::
     out[S] = g(acc);
 
 A flat bound index split by ``/`` and ``%`` (the SIMT spelling) is replaced by its mixed-radix
-digits (:func:`affine_sym.mixed_radix`).  The store index ``S`` and the load index ``L`` must be
+digits (:func:`index_poly.mixed_radix`).  The store index ``S`` and the load index ``L`` must be
 affine in the loop indices; the roles are read off the coefficients (``b_*`` output, ``a_*``
 input):
 
@@ -42,13 +42,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
 from xpiler.ir import nodes as N
+from xpiler.ir import poly as P
 from xpiler.ir.visit import substitute, walk
 
 from . import common as U
-from . import affine_sym as A
+from . import index_poly as A
 from . import scalar_eval as SE
 
 OPS = {"max": "__bang_maxpool", "min": "__bang_minpool", "sum": "__bang_sumpool", "avg": "__bang_avgpool"}
@@ -217,24 +217,24 @@ def analyse(program: N.Program, func: N.Func) -> Pool:
     if divs:
         digits = [PFX + f"d{k}" for k in range(len(divs) + 1)]
         sp_ = A.Space(set(ivars) | set(digits))
-        top = A.quotient(sp_.to_poly(new[2]), sp.Mul(*[sp_.to_poly(d) for d in divs]))
+        top = A.quotient(sp_.to_poly(new[2]), A.prod(sp_.to_poly(d) for d in divs))
         if top is None:
             raise NotPool("the bound loop's trip count is not a multiple of its digit divisors", root)
-        dim_ext = [(sp_.sym(d), sp_.to_poly(x)) for d, x in zip(digits, divs)] + [(sp_.sym(digits[-1]), top)]
-        dim_ext += [(sp_.sym(v), sp_.to_poly(h)) for (v, _), h in zip(dims[1:], new[3:2 + len(dims)])]
+        dim_ext = [(d, sp_.to_poly(x)) for d, x in zip(digits, divs)] + [(digits[-1], top)]
+        dim_ext += [(v, sp_.to_poly(h)) for (v, _), h in zip(dims[1:], new[3:2 + len(dims)])]
     else:
         sp_ = A.Space(set(ivars))
-        dim_ext = [(sp_.sym(v), sp_.to_poly(h)) for (v, _), h in zip(dims, new[2:2 + len(dims)])]
+        dim_ext = [(v, sp_.to_poly(h)) for (v, _), h in zip(dims, new[2:2 + len(dims)])]
     try:
         S, L = sp_.to_poly(new[0]), sp_.to_poly(new[1])
         KH, KW = sp_.to_poly(new[2 + len(dims)]), sp_.to_poly(new[3 + len(dims)])
-        kh, kw = sp_.sym(khl.var), sp_.sym(kwl.var)
+        kh, kw = khl.var, kwl.var
         gens = [d for d, _ in dim_ext]
         b, b0 = A.coeffs(S, gens + [kh, kw])
         a, a0 = A.coeffs(L, gens + [kh, kw])
     except A.NotAffine as e:
         raise NotPool(e.why, store)
-    if b[kh] != 0 or b[kw] != 0:
+    if b[kh] or b[kw]:
         raise NotPool("the output index depends on the window loops", store)
     ext = dict(dim_ext)
     roles, left = {}, list(gens)
@@ -246,14 +246,14 @@ def analyse(program: N.Program, func: N.Func) -> Pool:
         left.remove(hit[0])
         roles[role] = hit[0]
         return hit[0]
-    c = take("c", sp.Integer(1), lambda g: A.equal(a[g], 1))
+    c = take("c", 1, lambda g: A.equal(a[g], 1))
     if c is None:
         raise NotPool("no channel loop with unit stride in both the input and the output", store)
     ow = take("ow", ext[c])
-    oh = take("oh", ext[ow] * ext[c]) if ow is not None else None
+    oh = take("oh", P.mul(ext[ow], ext[c])) if ow is not None else None
     if ow is None or oh is None:
         raise NotPool("the output is not a dense [.. ][oh][ow][c] array over the nest's loops", store)
-    n = take("n", ext[oh] * ext[ow] * ext[c])
+    n = take("n", A.prod([ext[oh], ext[ow], ext[c]]))
     if left:
         raise NotPool(f"loop '{left[0]}' has no role in a [n][oh][ow][c] pool", store)
     sw = A.quotient(a[ow], a[kw])
@@ -262,13 +262,13 @@ def analyse(program: N.Program, func: N.Func) -> Pool:
                       "stride", store)
     # ---- the function
     init_at = sp_.to_poly(new[-1]) if isinstance(init, N.Index) else None     # digits, like L
-    kind = _kind(f, ph, ld, init, init_at, g, L, sp_, kh, kw, KH * KW, store)
+    kind = _kind(f, ph, ld, init, init_at, g, L, sp_, kh, kw, P.mul(KH, KW), store)
     # ---- C texts for the emitter (digits / loop variables replaced by the emitter's own)
     tx = lambda e: A.c_text(e, sp_)
     terms = [(a0, None)] + ([(a[n], "n")] if n is not None else []) + [(a[oh], "oh"), (a[ow], "ow0"), (a[kh], "kh")]
-    in_base = " + ".join(tx(co) + (f" * {PFX}{v}" if v else "") for co, v in terms if co != 0) or "0"
+    in_base = " + ".join(tx(co) + (f" * {PFX}{v}" if v else "") for co, v in terms if co) or "0"
     # dense output: b_oh = Wo * C and b_n = Ho * Wo * C, so the run starts at b0 + (row * Wo + ow0) * C
-    out_base = (f"{tx(b0)} + " if b0 != 0 else "") + f"({PFX}row * {PFX}Wo + {PFX}ow0) * {PFX}C"
+    out_base = (f"{tx(b0)} + " if b0 else "") + f"({PFX}row * {PFX}Wo + {PFX}ow0) * {PFX}C"
     text = {"C": tx(ext[c]), "Wo": tx(ext[ow]), "Ho": tx(ext[oh]), "NB": tx(ext[n]) if n is not None else "1",
             "KH": tx(KH), "KW": tx(KW), "sw": tx(sw), "a_kw": tx(a[kw]), "b_ow": tx(b[ow]),
             "in_base": in_base, "out_base": out_base}
@@ -292,7 +292,7 @@ def _kind(f, ph, ld, init, init_at, g, L, sp_, kh, kw, KHKW, node) -> str:
     else:
         raise NotPool("the accumulator update is not max, min or +", node)
     if kind in ("max", "min"):
-        first = sp.expand(L.subs({kh: 0, kw: 0}))
+        first = P.subst(P.subst(L, kh, {}), kw, {})
         if not (isinstance(init, N.Index) and init.base == ld.base and A.equal(init_at, first)):
             raise NotPool(f"a {kind} reduction must start from the window's first element", node)
         if not g_plain:

@@ -1,25 +1,34 @@
-"""Index expressions as polynomials (sympy), for proving that a loop nest addresses memory the
-way an instruction's description does.
+"""Index expressions as polynomials of the one model (``xpiler/ir/poly.py``), for proving that a
+loop nest addresses memory the way an instruction's description does (issue 13: this replaces
+``affine_sym.py``, which did the same with sympy).
 
-* :func:`to_poly` — an integer IR expression over loop variables and kernel parameters as a
-  sympy expression. Loop variables become symbols; a ``/`` or ``%`` (or call) free of loop
-  variables becomes one *opaque* symbol named by its printed text (so the same subexpression
-  spelled twice is the same symbol); anything else that mixes a loop variable into a non-polynomial
-  operation raises :class:`NotAffine`.
+* :class:`Space` — a :class:`poly.Reader` over names: an integer IR expression over loop
+  variables and kernel parameters as a polynomial whose atoms are names. Integer casts are read
+  through; a ``/``, ``%``, call, ``?:`` or ``sizeof`` free of loop variables (and of memory
+  reads and side effects) becomes one *opaque* atom ``xp_q<n>`` named by its printed C text (so
+  the same subexpression spelled twice is the same atom); anything else that holds a loop
+  variable raises :class:`NotAffine`. ``Space.nodes`` keeps the IR each opaque atom was read
+  from (for printing it back as IR).
+* :func:`equal`, :func:`quotient` (exact polynomial division with integer coefficients),
+  :func:`coeffs` (the coefficients of an expression affine in some atoms) and :func:`prod`.
 * :func:`mixed_radix` — the flat-index decomposition ``c = f % C; t = f / C; w = t % W; n = t / W``
   (the way a SIMT kernel splits one thread index into coordinates) replaced by fresh digit
   variables.  For ``0 <= f < X * D1 * ... * Dm`` with every ``Dk > 0`` the truncating division
   and remainder of a non-negative ``f`` give exactly the mixed-radix digits, so ``f`` ranges over
   the product of the digit ranges, once each.  The extent of the top digit must be a polynomial
   quotient ``hi / (D1*...*Dm)``; the caller must guard ``Dk > 0`` and ``X > 0`` at run time.
-* :func:`c_text` — a sympy polynomial back to C text (opaque symbols print as their source text).
+* :func:`ir` and :func:`c_text` — a polynomial back to IR / parenthesized C text in the model's
+  order (:func:`poly.ranked_expr`: terms by their atoms' names, the constant last, a
+  coefficient after the names), opaque atoms as the IR they were read from.
 """
 from __future__ import annotations
 
-import sympy as sp
+from fractions import Fraction
+from functools import reduce
 
 from xpiler.ir import nodes as N
-from xpiler.ir.visit import rewrite, walk
+from xpiler.ir import poly as P
+from xpiler.ir.visit import rewrite, substitute, walk
 
 _INT = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
@@ -35,74 +44,98 @@ def _txt(e) -> str:
     return printer_for("c").expr(e)
 
 
-class Space:
-    """Symbol table: loop variables, parameters and opaque subexpressions."""
-
-    def __init__(self, loopvars=()):
-        self.loopvars = set(loopvars)
-        self.opaque: dict[str, str] = {}        # symbol name -> C text
-
-    def sym(self, name: str) -> sp.Symbol:
-        return sp.Symbol(name, integer=True)
-
-    def to_poly(self, e):
-        e = _strip_int_casts(e)
-        if isinstance(e, N.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-            return sp.Integer(e.value)
-        if isinstance(e, N.Var):
-            return self.sym(e.name)
-        if isinstance(e, N.UnOp) and e.op in ("-", "+"):
-            v = self.to_poly(e.operand)
-            return -v if e.op == "-" else v
-        if isinstance(e, N.BinOp) and e.op in ("+", "-", "*"):
-            a, b = self.to_poly(e.lhs), self.to_poly(e.rhs)
-            return a + b if e.op == "+" else a - b if e.op == "-" else a * b
-        if any(isinstance(n, N.Var) and n.name in self.loopvars for n in walk(e)):
-            raise NotAffine(f"'{_txt(e)}' is not a polynomial in the loop indices", e)
-        if isinstance(e, (N.BinOp, N.Call, N.Intrinsic, N.Cond, N.SizeOf)) and not any(
-                isinstance(n, (N.Index, N.AssignExpr)) or (isinstance(n, N.UnOp) and n.op in ("*", "++", "--", "p++", "p--"))
-                for n in walk(e)):
-            text = _txt(e)
-            name = "xp_q%d" % (list(self.opaque.values()).index(text) if text in self.opaque.values()
-                               else len(self.opaque))
-            self.opaque[name] = text
-            return self.sym(name)
-        raise NotAffine(f"'{_txt(e)}' is not an index expression over parameters", e)
-
-
 def _strip_int_casts(e):
     while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in _INT:
         e = e.expr
     return e
 
 
+def _impure(n) -> bool:
+    return isinstance(n, (N.Index, N.AssignExpr)) or (isinstance(n, N.UnOp) and n.op in ("*", "++", "--", "p++", "p--"))
+
+
+class Space(P.Reader):
+    """Reads index expressions over names; remembers the opaque atoms it made."""
+
+    def __init__(self, loopvars=()):
+        self.loopvars = set(loopvars)
+        self.opaque: dict[str, str] = {}        # atom name -> C text
+        self.plain: dict[str, N.Expr] = {}      # atom name -> the IR read (casts stripped)
+        self.nodes: dict[str, N.Expr] = {}      # atom name -> the first IR read to it (casts kept)
+
+    @staticmethod
+    def sym(name: str) -> dict:
+        return {(name,): 1}
+
+    def strip(self, e):
+        return _strip_int_casts(e)
+
+    def read(self, e, depth: int = 0) -> dict:
+        p = super().read(e, depth)
+        if len(p) == 1:
+            (m, c), = p.items()
+            if c == 1 and len(m) == 1 and m[0] in self.opaque:
+                self.nodes.setdefault(m[0], e)
+        return p
+
+    def leaf(self, e):
+        if isinstance(e, N.Var):
+            return self.sym(e.name)
+        if any(isinstance(n, N.Var) and n.name in self.loopvars for n in walk(e)):
+            raise NotAffine(f"'{_txt(e)}' is not a polynomial in the loop indices", e)
+        if isinstance(e, (N.BinOp, N.Call, N.Intrinsic, N.Cond, N.SizeOf)) and not any(_impure(n) for n in walk(e)):
+            text = _txt(e)
+            names = [k for k, v in self.opaque.items() if v == text]
+            name = names[0] if names else "xp_q%d" % len(self.opaque)
+            self.opaque[name] = text
+            self.plain.setdefault(name, e)
+            return self.sym(name)
+        raise NotAffine(f"'{_txt(e)}' is not an index expression over parameters", e)
+
+    def to_poly(self, e) -> dict:
+        return self.read(e)
+
+
+def _p(x) -> dict:
+    return P.const(x) if isinstance(x, int) else x
+
+
 def equal(a, b) -> bool:
-    return sp.expand(a - b) == 0
+    return not P.add(_p(a), _p(b), -1)
+
+
+def prod(ps) -> dict:
+    return reduce(P.mul, [_p(x) for x in ps], P.const(1))
 
 
 def quotient(a, b):
-    """a / b when it is a polynomial (exact division of polynomials), else None."""
-    if b == 0:
+    """a / b when it is a polynomial with integer coefficients (exact division), else None."""
+    a, b = _p(a), _p(b)
+    if not b:
         return None
-    if not (sp.sympify(a).free_symbols | sp.sympify(b).free_symbols):     # numbers: sympy's div needs a symbol
-        q = sp.sympify(a) / sp.sympify(b)
-        return q if q.is_integer else None
-    q, r = sp.div(sp.expand(a), sp.expand(b), *sorted((a.free_symbols | b.free_symbols), key=str))
-    return sp.expand(q) if sp.expand(r) == 0 else None
+    gens = sorted(P.atoms(a) | P.atoms(b))
+    try:
+        q, r = P.divide(a, b, gens)
+    except P.NotPoly:
+        return None
+    if r or any(Fraction(c).denominator != 1 for c in q.values()):
+        return None
+    return {m: int(c) for m, c in q.items()}
 
 
 def coeffs(expr, gens):
     """{gen: coefficient} and the constant term of an expression affine in ``gens`` (NotAffine
     when a generator appears with degree > 1 or multiplied by another generator)."""
-    expr = sp.expand(expr)
-    out = {}
+    out, gs = {}, set(gens)
     for g in gens:
-        c = expr.coeff(g, 1)
-        if any(s in c.free_symbols for s in gens):
+        c = P.coeff(expr, g, 1)
+        if P.atoms(c) & gs:
             raise NotAffine(f"the index is not affine in {g}")
-        out[g] = sp.expand(c)
-    const = sp.expand(expr - sum(out[g] * g for g in gens))
-    if any(s in const.free_symbols for s in gens):
+        out[g] = c
+    const = expr
+    for g in gens:
+        const = P.add(const, P.mul(out[g], Space.sym(g)), -1)
+    if P.atoms(const) & gs:
         raise NotAffine("the index is not affine in the loop indices")
     return out, const
 
@@ -224,29 +257,14 @@ def _topdown(node, fn):
     return replace(node, **changes) if changes else node
 
 
-# ------------------------------------------------------------------------------ back to C
-def c_text(expr, space: Space) -> str:
-    expr = sp.expand(expr)
+# ------------------------------------------------------------------------------ back to IR / C
+def ir(p: dict, space: Space, nodes: dict | None = None) -> N.Expr:
+    """``p`` (integer coefficients) as IR in the model's order, each opaque atom replaced by the
+    IR it was read from (``nodes``: default the casts-stripped reading)."""
+    nodes = space.plain if nodes is None else nodes
+    return substitute(P.ranked_expr(p, {}), {n: nodes[n] for n in P.atoms(p) if n in nodes})
 
-    def atom(x):
-        if x.is_Integer:
-            return str(int(x))
-        if x.is_Symbol:
-            return f"({space.opaque[x.name]})" if x.name in space.opaque else x.name
-        if x.is_Pow and x.exp.is_Integer and x.exp > 0:
-            return " * ".join([atom(x.base)] * int(x.exp))
-        raise NotAffine(f"cannot print {x}")
 
-    def term(t):
-        c, rest = t.as_coeff_Mul()
-        factors = [atom(f) for f in sp.Mul.make_args(rest)] if rest != 1 else []
-        c = int(c)
-        body = " * ".join(([str(abs(c))] if abs(c) != 1 or not factors else []) + factors)
-        return ("-" if c < 0 else "+"), body
-    if expr == 0:
-        return "0"
-    parts = [term(t) for t in sorted(sp.Add.make_args(expr), key=str)]
-    s = ("-" if parts[0][0] == "-" else "") + parts[0][1]
-    for sign, body in parts[1:]:
-        s += f" {sign} {body}"
-    return f"({s})"
+def c_text(p: dict, space: Space) -> str:
+    """``p`` as C text: ``0``, else parenthesized as a whole."""
+    return f"({_txt(ir(p, space))})" if p else "0"
