@@ -7,7 +7,7 @@ from pathlib import Path
 
 from xpiler.frontend import parse_file, parse_text
 from xpiler.ir import nodes as N
-from xpiler.passes import binding, cache
+from xpiler.passes import binding, cache, tensorize
 from xpiler.passes.patterns import common as U
 from xpiler.passes.patterns import simt_kparts as KP
 from xpiler.passes.patterns import simt_orient as SO
@@ -20,9 +20,14 @@ ROWS = ROOT / "tests" / "simt_inputs" / "conv2d_nchw_rows.c"
 REF = ROOT / "examples" / "conv2d_nchw" / "conv2d_nchw.c"
 
 
-def _rows_bound():
-    p, _ = binding.apply(parse_file(ROWS), entry="conv2d_nchw", target="cuda")
+def _rows_bound(target="cuda"):
+    p, _ = binding.apply(parse_file(ROWS), entry="conv2d_nchw", target=target)
     return p
+
+
+def _spec_launch(launch):
+    # the launch speaks of the kernel's parameters; the spec names the stride S
+    return dict(launch, grid=[g.replace("stride", "S") if isinstance(g, str) else g for g in launch["grid"]])
 
 
 def _ct(p, entry="conv2d_nchw"):
@@ -47,8 +52,20 @@ def test_pixel_rows_wide_form_loads_like_the_c_source_and_verifies():
     # output's fast index (threadIdx.x's columns) is the pixel
     assert "weight[xp_ra[xp_u] + (" in text and "xp_ktA" not in text and "input[xp_rb + xp_ktB[" in text
     assert "output[(((long)xp_b * Cout + xp_i) * Ho + xp_j / Wo) * Wo + xp_j % Wo]" in text
-    launch = dict(launch, grid=[g.replace("stride", "S") if isinstance(g, str) else g for g in launch["grid"]])
-    v = verify(q, REF, "cuda", launch)
+    v = verify(q, REF, "cuda", _spec_launch(launch))
+    assert v.verified and "emu:simt-cpu" in v.substrate, v.failures[:1]
+
+
+def test_pixel_rows_hip_mfma_has_the_weight_as_a_and_verifies():
+    # hip (the default plan's LDS tiles + MFMA): the weight tile is A (rows Cout), the pixels the
+    # columns of the output store
+    p, _ = cache.apply(_rows_bound("hip"), entry="conv2d_nchw", target="hip", tile=16)
+    q, launch = tensorize.apply(p, entry="conv2d_nchw", target="hip")
+    text = print_program(q, "hip")
+    assert "__builtin_amdgcn_mfma_f32_16x16x4f32" in text
+    assert "xp_As[xp_t] = (xp_row0 + xp_r < Cout && " in text and "? weight[" in text
+    assert "output[(((long)xp_b * Cout + xp_r) * Ho + xp_c / Wo) * Wo + xp_c % Wo]" in text
+    v = verify(q, REF, "hip", _spec_launch(launch))
     assert v.verified and "emu:simt-cpu" in v.substrate, v.failures[:1]
 
 
