@@ -8,6 +8,7 @@ the search space instead, in two phases:
 
     python benchmarks/cost_rank.py make KEEP OUT [--per-kernel 12] [--seed 0]   # any machine
     python benchmarks/cost_rank.py time OUT [--jobs 16]                          # on an NVIDIA GPU
+    python benchmarks/cost_rank.py remodel OUT TIMED.json                        # a changed model, same timings
 
 ``make``: for every untuned cuda output folder in KEEP (``benchmarks/migrate_all.py --keep``) of an
 operator with a perf shape (gpu_perf.PERF), the output is re-derived from its provenance log
@@ -218,6 +219,44 @@ def time_all(out: Path, jobs: int) -> int:
     return 0
 
 
+def remodel(out: Path, timed: Path) -> int:
+    """The candidates of OUT modelled again with this checkout's cost model, as the tuner models a
+    candidate (its printed text parsed again: jobs.py ``_latency``), against the GPU times of an
+    earlier ``time`` run (TIMED: its timed.json); Spearman as ``time`` prints it. Candidates are
+    matched by name and by the model figure the manifest recorded, so a candidate made by other
+    code is left out, not compared."""
+    from xpiler.frontend import parse_text
+    from xpiler.migration.stage import Stage
+    from xpiler.schedule.evaluator import modelled_latency
+    mine = {m["candidate"]: m for m in json.loads((out / "manifest.json").read_text())}
+    rows = []
+    for t in json.loads(timed.read_text()):
+        m = mine.get(t["candidate"])
+        if not (t.get("ok") and t.get("gpu_ms") and t.get("model_ms") and m and m.get("model_ms")):
+            continue
+        if abs(m["model_ms"] - t["model_ms"]) > 1e-9 * max(1.0, t["model_ms"]):
+            continue                       # not the candidate that was timed
+        cu = next((out / t["candidate"]).glob("*.cu"))
+        _, pspec = _perf_spec(cu)
+        prog = parse_text(cu.read_text(), "cuda", cu.name)
+        ms, _ = modelled_latency(Stage(prog, "cuda", pspec.entry), pspec, None)
+        rows.append({**t, "old_model_ms": t["model_ms"], "model_ms": ms})
+    print(f"{len(rows)} candidates matched")
+    for key in ("old_model_ms", "model_ms"):
+        rho = spearman([r[key] for r in rows], [r["gpu_ms"] for r in rows])
+        per = {}
+        for r in rows:
+            per.setdefault(r["output"], []).append(r)
+        vals = [v for v in (spearman([r[key] for r in rs], [r["gpu_ms"] for r in rs]) for rs in per.values())
+                if v is not None]
+        picks = sum(min(rs, key=lambda r: r[key])["gpu_ms"] <= 1.05 * min(r["gpu_ms"] for r in rs)
+                    for rs in per.values())
+        print(f"{key}: pooled Spearman {rho:+.3f}, per-output median "
+              f"{statistics.median(vals):+.3f} over {len(vals)}, the model's pick within 5 % of the "
+              f"fastest for {picks} of {len(per)}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="phase", required=True)
@@ -230,7 +269,12 @@ def main() -> int:
     t = sub.add_parser("time")
     t.add_argument("out", type=Path)
     t.add_argument("--jobs", type=int, default=16)
+    r = sub.add_parser("remodel")
+    r.add_argument("out", type=Path)
+    r.add_argument("timed", type=Path)
     a = ap.parse_args()
+    if a.phase == "remodel":
+        return remodel(a.out, a.timed)
     if a.phase == "make":
         return make(a.keep, a.out, a.per_kernel, a.seed, a.jobs)
     return time_all(a.out, a.jobs)

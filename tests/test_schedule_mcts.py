@@ -117,3 +117,42 @@ def test_cost_model_spreads_a_bound_loop_over_the_launch_once():
     n = 1 << 20
     est = estimate(bound, "k", "cuda", {"n": n}, threads=(n // 256) * 256, env=launch_env((n // 256, 1, 1), (256, 1, 1)))
     assert est.global_bytes == 8 * n and est.ops >= n
+
+
+def test_cost_model_takes_only_the_branch_a_size_test_picks():
+    # a kernel that picks its form by a size parameter (row kernels: ``if (cols <= 1024)`` registers,
+    # else the general loop) runs one branch; a test of anything else (an element, a loop
+    # variable, a parameter the body assigns) still counts both
+    from xpiler.frontend import parse_text
+    from xpiler.schedule.cost import estimate
+    src = """
+void k(const float *x, float *y, int n, int cols) {
+    if (cols <= 1024) {
+        for (int i = 0; i < n; ++i) y[i] = x[i];
+    } else {
+        for (int r = 0; r < 4; ++r)
+            for (int i = 0; i < n; ++i) y[i] = x[i] + y[i];
+    }
+}
+void e(const float *x, float *y, int n, int cols) {
+    for (int i = 0; i < n; ++i) {
+        if (x[i] > 0.0f) y[i] = x[i]; else y[i] = 0.0f;
+    }
+}
+void a(const float *x, float *y, int n, int cols) {
+    cols = cols + n;
+    if (cols <= 1024) {
+        for (int i = 0; i < n; ++i) y[i] = x[i];
+    } else {
+        for (int i = 0; i < n; ++i) y[i] = x[i] + y[i];
+    }
+}
+"""
+    p = parse_text(src, "c", "<t>")
+    n = 1 << 20
+    small = estimate(p, "k", "c", {"n": n, "cols": 1024})
+    large = estimate(p, "k", "c", {"n": n, "cols": 4096})
+    assert small.global_bytes == 8 * n                      # the copy only
+    assert large.global_bytes == 4 * 12 * n                 # the 4 passes only (x, y read, y written)
+    assert estimate(p, "e", "c", {"n": n, "cols": 1}).global_bytes == 4 * 4 * n   # x read twice, y written twice
+    assert estimate(p, "a", "c", {"n": n, "cols": 1}).global_bytes == 4 * 5 * n    # both branches

@@ -17,6 +17,9 @@ The model walks the entry function once with the sizes of the spec's largest ins
   between adjacent threads is uncoalesced: it moves ``min(s * elem, SECTOR)`` bytes per element
   (each thread's element in its own sector); a bound loop with fewer iterations than the launch
   has threads (a tail run ``once``) runs in that fraction of them;
+- an ``if`` whose condition reads only scalar parameters the body never assigns (``cols <=
+  1024``: a kernel that picks its form by size) runs only the branch taken at the modelled
+  instance; any other ``if`` counts both branches;
 - each arithmetic operator and math call (a warp shuffle too) counts one operation;
 - cuda/hip: each ``__syncthreads()`` a thread runs adds :data:`BARRIER_NS` to the time, spread
   over the machine like the other work (``sync`` below), after the maximum: a block's barriers
@@ -164,6 +167,7 @@ class _Model:
         self.defs: dict = {}      # scalar -> its initializer (for the thread stride of an index)
         self.sync = 0.0           # block barriers run, summed over the threads (BARRIER_NS each)
         self.wide = False         # cuda/hip: 16-byte global accesses count WIDE_FACTOR of their bytes
+        self.uniform: set = set()  # scalar parameters never assigned (uniform conditions, _uniform_test)
 
     def _bytes(self, t) -> int:
         from xpiler.dtypes import itemsize
@@ -226,6 +230,8 @@ class _Model:
         elif isinstance(s, N.If):
             self.expr(s.cond, count, inner)
             taken = self._address_test(s.cond)
+            if taken is None:
+                taken = self._uniform_test(s.cond)
             if taken is not None:
                 # a test of pointer addresses (vectorize_simt's alignment test): the buffers a
                 # launch gets are aligned (cudaMalloc: 256 bytes), so only the taken branch runs
@@ -271,6 +277,19 @@ class _Model:
             self.expr(s.expr, count, inner)
         elif isinstance(s, N.Return) and s.value is not None:
             self.expr(s.value, count, inner)
+
+    def _uniform_test(self, cond):
+        """The value of a condition over the entry's scalar parameters only (``cols <= 1024``: a
+        kernel choosing its form by the problem's size), the same in every thread and known for
+        the instance modelled: only the taken branch runs. None for any other condition."""
+        nodes = list(walk(cond))
+        if any(isinstance(n, (N.Builtin, N.Index, N.Call, N.Intrinsic, N.AssignExpr)) for n in nodes):
+            return None
+        names = {n.name for n in nodes if isinstance(n, N.Var)}
+        if not names or not names <= self.uniform:
+            return None
+        v = _ival(cond, self.env)
+        return None if v is None else bool(v)
 
     def _address_test(self, cond):
         """The value of a condition over pointer parameters' addresses (``((size_t)x & 15) == 0``)
@@ -445,6 +464,9 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
         m.elem[p.name] = m._bytes(p.type)
     # the trip count of each loop variable, for the "same element across the innermost loop" rule
     m.threads = max(1, threads)
+    # scalar parameters the body never assigns: a condition over them alone is uniform
+    assigned = {x.target.name for x in walk(fn.body) if isinstance(x, N.Assign) and isinstance(x.target, N.Var)}
+    m.uniform = {p.name for p in fn.params if isinstance(p.type, N.Scalar)} - assigned
     m.wide = dialect in ("cuda", "hip")
     m.saturate = MACHINES.get(dialect, MACHINES["c"]).saturate
     m._last_trip = {lp.var: _trip(lp, m.env) for lp in walk(fn.body) if isinstance(lp, N.For)}
