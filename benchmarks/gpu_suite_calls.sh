@@ -15,6 +15,8 @@
 #                                                  # untuned cuda outputs of these examples, then their
 #                                                  # search-space candidates (benchmarks/cost_rank.py make)
 #   CALL=7 bash benchmarks/gpu_suite_calls.sh      # those candidates timed: the cost model's Spearman
+#   CALL=8 TIMED="cuda=keep_a hip=keep_b" bash benchmarks/gpu_suite_calls.sh
+#                                                  # outputs made elsewhere (migrate_all --keep), timed
 # Written 2026-12-05 (fifteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -61,8 +63,13 @@ case "${CALL:-1}" in
        --keep "$W/r" > "$OUT/mig_rank.txt" 2>&1
    grep -c '^PASS' "$OUT/mig_rank.txt"; grep -v '^PASS' "$OUT/mig_rank.txt" | tail -6
    timeout "${MAKE_S:-300}" python3 benchmarks/cost_rank.py make "$W/r" "$W/cands" --per-kernel "${PER:-12}" \
-       --jobs "${WORKERS:-16}" > "$OUT/cost_rank_make.txt" 2>&1; tail -25 "$OUT/cost_rank_make.txt"
+       --seed "${SEED:-0}" --jobs "${WORKERS:-16}" > "$OUT/cost_rank_make.txt" 2>&1; tail -25 "$OUT/cost_rank_make.txt"
    cp "$W/cands/manifest.json" "$OUT/cost_rank_manifest.json" 2>/dev/null ;;
 7) timeout "${PERF_S:-540}" python3 benchmarks/cost_rank.py time "$W/cands" --jobs 16 > "$OUT/cost_rank_time.txt" 2>&1
    cp "$W/cands/timed.json" "$OUT/cost_rank_timed.json" 2>/dev/null; tail -45 "$OUT/cost_rank_time.txt" ;;
+8) for set in ${TIMED:?TIMED names target=folder pairs}; do
+       t=${set%%=*}; d=${set#*=}
+       timeout "${PERF_S:-150}" python3 benchmarks/gpu_perf.py "$d" --out "$OUT/$(basename "$d")" --to "$t" --jobs 16 \
+           > "$OUT/gpu_perf_$(basename "$d")_$t.txt" 2>&1; tail -45 "$OUT/gpu_perf_$(basename "$d")_$t.txt"
+   done ;;
 esac
