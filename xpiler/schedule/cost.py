@@ -465,8 +465,8 @@ def estimate(program: N.Program, entry: str, dialect: str, sizes: dict, threads:
     # the trip count of each loop variable, for the "same element across the innermost loop" rule
     m.threads = max(1, threads)
     # scalar parameters the body never assigns: a condition over them alone is uniform
-    assigned = {x.target.name for x in walk(fn.body) if isinstance(x, N.Assign) and isinstance(x.target, N.Var)}
-    m.uniform = {p.name for p in fn.params if isinstance(p.type, N.Scalar)} - assigned
+    from xpiler.passes.dependence import assigned_names
+    m.uniform = {p.name for p in fn.params if isinstance(p.type, N.Scalar)} - assigned_names(fn.body)
     m.wide = dialect in ("cuda", "hip")
     m.saturate = MACHINES.get(dialect, MACHINES["c"]).saturate
     m._last_trip = {lp.var: _trip(lp, m.env) for lp in walk(fn.body) if isinstance(lp, N.For)}
