@@ -17,7 +17,8 @@ two search steps away (``xpiler.schedule.space.legal_steps``, each applied by th
 refusals dropped, duplicates by printed text dropped), at most ``--per-kernel`` per output chosen
 with ``--seed``; the output itself is one of them. Each is written as a migration output folder
 (``<source>__to__cuda__<k>/``: the kernel and its spec) with the cost model's latency at the perf
-shape (the tuner's own ``modelled_latency``) in ``OUT/manifest.json``.
+shape in ``OUT/manifest.json``: the tuner's own ``modelled_latency`` of the candidate's text
+parsed again, as the tuner models a candidate (jobs.py ``_latency``).
 
 ``time``: every candidate is built and timed at the perf shape with CUDA events and checked
 against PyTorch (``gpu_perf.time_output``, as the suite tables are); Spearman's rank correlation
@@ -73,7 +74,6 @@ def _candidates(root, bind_in, entry: str, ctx, per_kernel: int, rng: random.Ran
     away: the tuning passes' steps from the root, and (as the tuner's route) each other binding of
     the program binding started from, alone or followed by one tuning step. Deduplicated by text."""
     from xpiler.migration.stage import Stage
-    from xpiler.printers import print_program
     seen = {root.text}
     near = _expand((), root, entry, ctx, seen)
     far = []
@@ -104,6 +104,36 @@ def _candidates(root, bind_in, entry: str, ctx, per_kernel: int, rng: random.Ran
     return [((), root)] + picked
 
 
+def _text_model(cu: Path) -> tuple:
+    """(ms, detail) of the cost model for the kernel file ``cu`` at its operator's perf shape, read
+    as the tuner reads a candidate: its printed text parsed again (xpiler/schedule/jobs.py
+    ``_latency``), not the passes' IR."""
+    from xpiler.frontend import parse_text
+    from xpiler.migration.stage import Stage
+    from xpiler.schedule.evaluator import modelled_latency
+    try:
+        _, pspec = _perf_spec(cu)
+        prog = parse_text(cu.read_text(), "cuda", cu.name)
+        return modelled_latency(Stage(prog, "cuda", pspec.entry), pspec, None)
+    except Exception as e:   # what the front end or the model cannot read is no figure
+        return None, {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _figures(rows: list, key: str) -> tuple:
+    """(pooled Spearman, {output: (n, Spearman)}, median per output, picks, outputs): the model
+    figure ``key`` against ``gpu_ms``; a pick counts when the model's fastest candidate of an output
+    is within 5 % of its measured fastest (outputs of 3 or more candidates)."""
+    per: dict = {}
+    for r in rows:
+        per.setdefault(r["output"], []).append(r)
+    each = {o: (len(rs), spearman([r[key] for r in rs], [r["gpu_ms"] for r in rs])) for o, rs in per.items()}
+    vals = [v for _, v in each.values() if v is not None]
+    ranked = [rs for rs in per.values() if len(rs) >= 3]
+    picks = sum(min(rs, key=lambda r: r[key])["gpu_ms"] <= 1.05 * min(r["gpu_ms"] for r in rs) for rs in ranked)
+    return (spearman([r[key] for r in rows], [r["gpu_ms"] for r in rows]), each,
+            statistics.median(vals) if vals else None, picks, len(ranked))
+
+
 def _events(log: Path) -> list:
     from xpiler.provenance import read_log
     return read_log(log)[1]
@@ -116,7 +146,6 @@ def _make_one(args) -> tuple:
     from xpiler.migration.stage import Stage
     from xpiler.printers import print_program
     from xpiler.replay import replay
-    from xpiler.schedule.evaluator import modelled_latency
     from xpiler.spec import load_spec, spec_to_toml
     base = _base_op(folder)
     log = folder / "provenance.jsonl"
@@ -150,11 +179,7 @@ def _make_one(args) -> tuple:
         for extra in folder.iterdir():
             if extra.suffix == ".py":
                 (d / extra.name).write_text(extra.read_text())
-        try:
-            _, pspec = _perf_spec(cu)
-            model_ms, detail = modelled_latency(st, pspec, None)
-        except Exception as e:
-            model_ms, detail = None, {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        model_ms, detail = _text_model(cu)
         rows.append({"output": folder.name, "op": base, "candidate": d.name, "k": k,
                      "steps": [s.to_json() for s in steps], "model_ms": model_ms, "model": detail})
     return folder.name, rows, f"{len(rows)} candidates ({sum(r['model_ms'] is not None for r in rows)} modelled)"
@@ -197,63 +222,42 @@ def time_all(out: Path, jobs: int) -> int:
     bad = [m for m in manifest if not m["ok"]]
     for m in bad:
         print(f"not in the figure: {m['candidate']}: {m['check']}")
-    rho = spearman([m["model_ms"] for m in good], [m["gpu_ms"] for m in good])
+    rho, each, median, picks, ranked = _figures(good, "model_ms")
     print(f"\npooled: Spearman {rho if rho is None else round(rho, 3)} over {len(good)} candidates "
           f"that ran and matched PyTorch ({len(bad)} did not: "
           f"{', '.join(sorted({m['check'] for m in bad})) or '-'})")
-    per = {}
-    for m in good:
-        per.setdefault(m["output"], []).append(m)
-    rows = []
-    for name, ms in sorted(per.items()):
-        r = spearman([m["model_ms"] for m in ms], [m["gpu_ms"] for m in ms])
-        rows.append(r)
+    for name, (n, r) in sorted(each.items()):
+        ms = [m for m in good if m["output"] == name]
         fast = min(ms, key=lambda m: m["gpu_ms"])
         root = next((m for m in ms if m["k"] == 0), None)
-        print(f"| {name} | {len(ms)} | {'-' if r is None else f'{r:+.3f}'} | "
+        print(f"| {name} | {n} | {'-' if r is None else f'{r:+.3f}'} | "
               f"{root['gpu_ms'] if root else float('nan'):.4f} | {fast['gpu_ms']:.4f} "
               f"({'; '.join(s['pass'] for s in fast['steps']) or 'root'}) |")
-    vals = [r for r in rows if r is not None]
-    if vals:
-        print(f"per-output median Spearman {statistics.median(vals):+.3f} over {len(vals)} outputs")
+    if median is not None:
+        print(f"per-output median Spearman {median:+.3f} over {sum(r is not None for _, r in each.values())} outputs; "
+              f"the model's pick within 5 % of the fastest for {picks} of {ranked}")
     return 0
 
 
 def remodel(out: Path, timed: Path) -> int:
-    """The candidates of OUT modelled again with this checkout's cost model, as the tuner models a
-    candidate (its printed text parsed again: jobs.py ``_latency``), against the GPU times of an
-    earlier ``time`` run (TIMED: its timed.json); Spearman as ``time`` prints it. Candidates are
-    matched by name and by the model figure the manifest recorded, so a candidate made by other
-    code is left out, not compared."""
-    from xpiler.frontend import parse_text
-    from xpiler.migration.stage import Stage
-    from xpiler.schedule.evaluator import modelled_latency
+    """The candidates of OUT modelled again with this checkout's cost model (from their text, as
+    ``make`` does), against the GPU times of an earlier ``time`` run (TIMED: its timed.json).
+    Candidates are matched by name and by their steps, so a candidate made from other steps is left
+    out, not compared."""
     mine = {m["candidate"]: m for m in json.loads((out / "manifest.json").read_text())}
     rows = []
     for t in json.loads(timed.read_text()):
         m = mine.get(t["candidate"])
-        if not (t.get("ok") and t.get("gpu_ms") and t.get("model_ms") and m and m.get("model_ms")):
+        if not (t.get("ok") and t.get("gpu_ms") and t.get("model_ms") and m) or m["steps"] != t["steps"]:
             continue
-        if abs(m["model_ms"] - t["model_ms"]) > 1e-9 * max(1.0, t["model_ms"]):
-            continue                       # not the candidate that was timed
-        cu = next((out / t["candidate"]).glob("*.cu"))
-        _, pspec = _perf_spec(cu)
-        prog = parse_text(cu.read_text(), "cuda", cu.name)
-        ms, _ = modelled_latency(Stage(prog, "cuda", pspec.entry), pspec, None)
-        rows.append({**t, "old_model_ms": t["model_ms"], "model_ms": ms})
+        ms, _ = _text_model(next((out / t["candidate"]).glob("*.cu")))
+        if ms is not None:
+            rows.append({**t, "old_model_ms": t["model_ms"], "model_ms": ms})
     print(f"{len(rows)} candidates matched")
     for key in ("old_model_ms", "model_ms"):
-        rho = spearman([r[key] for r in rows], [r["gpu_ms"] for r in rows])
-        per = {}
-        for r in rows:
-            per.setdefault(r["output"], []).append(r)
-        vals = [v for v in (spearman([r[key] for r in rs], [r["gpu_ms"] for r in rs]) for rs in per.values())
-                if v is not None]
-        picks = sum(min(rs, key=lambda r: r[key])["gpu_ms"] <= 1.05 * min(r["gpu_ms"] for r in rs)
-                    for rs in per.values())
-        print(f"{key}: pooled Spearman {rho:+.3f}, per-output median "
-              f"{statistics.median(vals):+.3f} over {len(vals)}, the model's pick within 5 % of the "
-              f"fastest for {picks} of {len(per)}")
+        rho, each, median, picks, ranked = _figures(rows, key)
+        print(f"{key}: pooled Spearman {rho:+.3f}, per-output median {median:+.3f}, "
+              f"the model's pick within 5 % of the fastest for {picks} of {ranked}")
     return 0
 
 
