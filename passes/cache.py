@@ -296,7 +296,7 @@ def plan_simt(program: N.Program, entry: str, tile="auto", double=False, pass_na
         raise PassError(pass_name, f"tile {T}: a block of {T}x{T} threads exceeds 1024 threads", ct.root)
     need = T * T * (U.ELEM_BYTES[ct.dtypes["A"]] + (0 if ct.per_row else U.ELEM_BYTES[ct.dtypes["B"]])) * \
         (2 if double else 1)
-    if ct.per_row:                   # the k-offset table of the split per-row form (cuda)
+    if ct.per_row:                   # the k-offset table of the split per-row form (cuda, hip)
         need += ST.rowvec_split_bytes(ct, program.dialect, T)
     have = U.static_bytes(program, func, "shared")
     if have + need > U.SHARED_BYTES:

@@ -109,12 +109,16 @@ def test_a_wrong_depthwise_table_is_caught():
     assert not verify(parse_text(bad, "cuda", "bad.cu"), src, "cuda", launch, instances=["base"]).verified
 
 
-def test_depthwise_on_hip_keeps_the_old_form():
-    _, ct, q, launch = _depthwise("hip")
-    assert ST.rowvec_split(ct, "hip") is None
+def test_depthwise_on_hip_takes_the_split_form_and_verifies():
+    """hip gets the same division-free tap loop as cuda (two columns per thread, the k-offset
+    table in LDS), launched over half as many column blocks, and it verifies."""
+    src, ct, q, launch = _depthwise("hip")
+    assert ST.rowvec_split(ct, "hip") is not None
     text = print_program(q, "hip")
-    assert "xp_Kt" not in text and "xp_rp" not in text
-    assert launch["grid"][0].endswith("/ 256")
+    assert "xp_Kt[xp_kk]" in text and "long xp_rp[2];" in text
+    assert launch["grid"][0].endswith("/ 512")
+    v = verify(q, src, "hip", launch)
+    assert v.verified, v.failures[:1]
 
 
 def _gemm_tt(prefetch=True):

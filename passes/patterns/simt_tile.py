@@ -626,9 +626,9 @@ ROWVEC_COLS = 2
 def rowvec_split(ct: Contraction, dialect: str):
     """The split of B's index in the per-row form (passes/patterns/simt_kparts.py, proven with
     Z3): ``f(b, i, j, k) == f(b, i, j, 0) + g(k)``, g the same for every (b, i, j) in range
-    (depthwise: ``g(k) = (k / KW) * W + k % KW``). None: not proven, or not cuda (the hip form is
-    kept as it was, not measured on an AMD card)."""
-    if dialect != "cuda" or not ct.per_row:
+    (depthwise: ``g(k) = (k / KW) * W + k % KW``). None: not proven, or not a SIMT dialect (cuda
+    and hip both take it: docs/decisions.md, 2026-12-06 eighteenth session)."""
+    if dialect not in ("cuda", "hip") or not ct.per_row:
         return None
     from . import simt_kparts as KP
     return KP.split(ct, "B")
