@@ -6,6 +6,7 @@
 #   bash benchmarks/device_snapshot.sh .whl [.keep]   # then carry .devsnap and run in .devsnap:
 #   CALL=1 bash benchmarks/gpu_tune_suite.sh   # the c-gemm ASan probe, then migrations until MIGRATE_S
 #   CALL=2 bash benchmarks/gpu_tune_suite.sh   # the rest of the migrations, then the timed table
+#   UNTUNED=untuned CALL=1 ...                  # untuned outputs carried in (made on another machine)
 # Written 2026-12-05 (thirteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -18,9 +19,14 @@ fi
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
 cat COMMIT 2>/dev/null; nvidia-smi --query-gpu=name --format=csv,noheader; gcc --version | head -1
 ARGS="--work $W --max-evals ${EVALS:-5} --budget ${BUDGET:-90} --workers ${WORKERS:-10} --out $OUT/tg"
+# UNTUNED=DIR: the untuned outputs were made elsewhere (tune_gpu.py --phase migrate --no-tuned, carried
+# in the snapshot), so this machine runs only the tuned migrations
+[ -n "${UNTUNED:-}" ] && ARGS="$ARGS --untuned-from $UNTUNED"
 if [ "${CALL:-1}" = 1 ]; then
-    timeout 120 python3 benchmarks/asan_probe_c.py > "$OUT/asan_probe_c.txt" 2>&1
-    cat "$OUT/asan_probe_c.txt" | head -60
+    if [ -z "${NO_ASAN:-}" ]; then    # NO_ASAN=1: skip the probe (it takes up to 120 s)
+        timeout 120 python3 benchmarks/asan_probe_c.py > "$OUT/asan_probe_c.txt" 2>&1
+        cat "$OUT/asan_probe_c.txt" | head -60
+    fi
     timeout ${LIMIT:-500} python3 benchmarks/tune_gpu.py --phase migrate $ARGS --migrate-s ${MIGRATE_S:-330} \
         2>&1 | tee "$OUT/tune_migrate1.txt" | tail -8
 else
