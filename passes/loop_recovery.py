@@ -74,6 +74,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir import poly as P
 from xpiler.ir.intrinsics import REGISTRY
 from xpiler.ir.visit import outside_loops, rewrite, substitute, walk
+from xpiler.mappings.vector_types import struct_typedef
 
 from .base import AlternativeRefused, PassError
 from .expansion import _map_stmts, expand_vars, expanded_decl, init_as_stores
@@ -1754,12 +1755,12 @@ class _Recovery:
         for sp, v in sorted(vec.items()):
             if any(isinstance(t, N.Typedef) and t.name == sp for t in items):
                 continue
-            fields = ", ".join("xyzw"[i] for i in range(v.n)) if v.n <= 4 else None
-            if fields is None:
+            # a struct of the lanes, aligned like the builtin: printed back for cuda/hip, the
+            # builtin is used instead (xpiler/mappings/vector_types.py)
+            td = struct_typedef(v)
+            if td is None:
                 raise PassError(NAME, f"vector type '{sp}' has no C equivalent here", None)
-            elem = {"float32": "float", "int32": "int", "float16": "_Float16", "float64": "double",
-                    "uint32": "unsigned int", "int8": "int8_t", "uint8": "uint8_t"}.get(v.elem.dtype, "float")
-            pre.append(N.Directive(f"typedef struct {{ {elem} {fields}; }} {sp};", "other"))
+            pre.append(td)
         # clang's ext_vector_type is gcc's vector_size (subscripts and brace initializers work alike)
         import re as _re
         fixed = []

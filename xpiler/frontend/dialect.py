@@ -186,6 +186,29 @@ class Prepared:
             out.insert(0, "extern_c")
         return out
 
+    def struct_quals(self, line: int, col: int) -> list:
+        """Qualifiers removed before the name (at line, col) of a typedef that defines a struct/union,
+        outside its braces: ``typedef struct __attribute__((aligned(16))) {...} T;`` or ``struct {...}
+        __align__(16) T;`` (``quals_for`` stops at the closing brace)."""
+        k = self.tok_index(line, col)
+        if k is None:
+            return []
+        found, depth, j = [], 0, k - 1
+        while j >= 0:
+            t = self.toks[j]
+            if t.kind == "punct" and t.text == "}":
+                depth += 1
+            elif t.kind == "punct" and t.text == "{":
+                depth -= 1
+                if depth < 0:
+                    break
+            elif t.kind == "punct" and t.text == ";" and depth == 0:
+                break
+            if depth == 0 and j in self.quals:
+                found.append((j, self.quals[j]))
+            j -= 1
+        return [q for _, q in sorted(found)]
+
     def is_launch(self, line: int, col: int) -> bool:
         k = self.tok_index(line, col)
         return k is not None and k in self.launches

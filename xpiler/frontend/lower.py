@@ -7,6 +7,7 @@ from pycparser import c_ast, c_generator
 
 from ..ir import nodes as N
 from ..ir.intrinsics import REGISTRY, canonical_name
+from ..mappings.vector_types import TABLE as VECTOR_TYPES
 from .dialect import KIND_QUALS, SCOPE_QUALS, Prepared
 from .errors import XPError, fe_error
 from .cxx import AUTO, CG_REDUCE, LAMBDA, STD_PREFIX
@@ -29,12 +30,8 @@ SCALAR_NAMES = {
     "bool": "bool", "_Bool": "bool", "void": "void",
     "__mmask8": "uint8", "__mmask16": "uint16", "__mmask32": "uint32", "__mmask64": "uint64",
 }
-VECTOR_NAMES = {}
-for _base, _dt in (("float", "float32"), ("double", "float64"), ("int", "int32"), ("uint", "uint32"),
-                   ("char", "int8"), ("uchar", "uint8"), ("short", "int16"), ("longlong", "int64")):
-    for _n in (1, 2, 3, 4):
-        VECTOR_NAMES[f"{_base}{_n}"] = (_dt, _n)
-VECTOR_NAMES.update({"half2": ("float16", 2), "__half2": ("float16", 2), "__nv_bfloat162": ("bfloat16", 2)})
+# the cuda/hip vector type names a source may use undeclared (one table: xpiler/mappings/vector_types.py)
+VECTOR_NAMES = {name: (row.dtype, row.lanes) for name, row in VECTOR_TYPES.items()}
 
 BUILTIN_DIMS = {"threadIdx", "blockIdx", "blockDim", "gridDim"}
 BUILTIN_IDS = {"warpSize", "taskId", "taskDim", "taskIdX", "taskIdY", "taskIdZ", "taskDimX", "taskDimY",
@@ -161,7 +158,19 @@ class Lowerer:
 
     def typedef(self, td):
         quals = self.p.quals_for(td.coord.line, td.coord.column)
-        ty = self.type(td.type)
+        ty = self.struct_type(td.type)
+        if ty is False:     # a member this IR does not hold (bit-field, nested definition): verbatim
+            self.typedefs[td.name] = N.Named(td.name)
+            return N.Raw(self.gen.visit(td) + ";", loc=self.loc(td))
+        if ty:
+            # the struct's own attributes (written before the typedef's name); alignas(N) / __align__(N)
+            # spelled as the attribute every target's compiler reads on a struct
+            own = self.p.struct_quals(td.coord.line, td.coord.column)
+            quals = [q for q in quals if q not in own]
+            ty = ty.with_(attrs=tuple(
+                re.sub(r"^(?:alignas|__align__)\s*\(\s*(\d+)\s*\)$", r"__attribute__((aligned(\1)))", q)
+                for q in own if q.startswith(("__attribute__", "__align", "alignas"))))
+        ty = ty or self.type(td.type)
         attrs = tuple(q for q in quals if q.startswith("__attribute__") or q.startswith("__align"))
         if td.name in getattr(self.p, "alias_attrs", {}):
             attrs = attrs + (self.p.alias_attrs[td.name],)
@@ -178,6 +187,21 @@ class Lowerer:
             pass
         self.typedefs[td.name] = ty
         return N.Typedef(td.name, ty, attrs, loc=self.loc(td))
+
+    def struct_type(self, t):
+        """``Struct`` of a typedef that defines its struct/union (``typedef struct { float x, y; } P;``),
+        None when it defines none, False when a member is not a plain declarator."""
+        if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, (c_ast.Struct, c_ast.Union)) \
+                or t.type.decls is None:
+            return None
+        fields = []
+        for d in t.type.decls:
+            if not isinstance(d, c_ast.Decl) or d.bitsize is not None or not d.name or isinstance(
+                    getattr(d.type, "type", None), (c_ast.Struct, c_ast.Union, c_ast.Enum)):
+                return False
+            fields.append(N.Field(d.name, self.type(d.type), loc=self.loc(d)))
+        kind = "union" if isinstance(t.type, c_ast.Union) else "struct"
+        return N.Struct(kind, t.type.name, tuple(fields))
 
     def top_decl(self, d):
         if isinstance(d.type, c_ast.FuncDecl):

@@ -130,6 +130,24 @@ class Named(Type):
 
 
 @dataclass(frozen=True)
+class Field(Node):
+    """One member of a ``Struct``."""
+    name: str
+    type: Type
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
+class Struct(Type):
+    """A struct/union definition a typedef names: ``typedef struct { float x, y; } P;``."""
+    kind: str                       # struct | union
+    tag: Optional[str]              # None for an anonymous struct
+    fields: tuple                   # tuple of Field
+    attrs: tuple = ()               # the struct's own attribute text, e.g. '__attribute__((aligned(16)))'
+    loc: Optional[Loc] = _loc()
+
+
+@dataclass(frozen=True)
 class FuncType(Type):
     ret: Type
     params: tuple

@@ -63,6 +63,10 @@ class Printer:
         self.out = []
         self.src_dialect = prog.dialect
         self.prog = prog
+        from ..mappings.vector_types import builtin_plan
+        # the program's typedefs named like one of this dialect's builtin vector types: name ->
+        # None (left out, the builtin is used) or the name they are printed under
+        self.type_plan = builtin_plan(self.dialect, prog)
         items = list(prog.items)
         lead = 0
         while lead < len(items) and isinstance(items[lead], N.Comment):
@@ -112,7 +116,7 @@ class Printer:
         elif isinstance(it, N.Using):
             self.using(it)
         elif isinstance(it, N.Typedef):
-            self.emit(self.typedef(it))
+            self.s_Typedef(it, top=True)
         elif isinstance(it, N.Decl):
             self.emit(self.decl_text(it, top=True) + ";")
         elif isinstance(it, (N.Comment, N.Raw, N.Pragma)):
@@ -125,7 +129,8 @@ class Printer:
             from .headers import foreign_include
             if foreign_include(d.text, self.dialect):
                 return
-        for ln in d.text.split("\n"):
+        text = self.renamed_text(d.text) if d.kind != "include" else d.text
+        for ln in text.split("\n"):
             self.out.append(ln)
 
     def using(self, u: N.Using):
@@ -133,12 +138,31 @@ class Printer:
             return
         self.emit(u.text)
 
+    def type_name(self, name: str) -> str:
+        """``name`` as printed: a program's type named like a builtin of this dialect is renamed
+        (``type_plan``); ``struct T`` renames its tag."""
+        plan = getattr(self, "type_plan", None)
+        if not plan:
+            return name
+        kw, _, tag = name.rpartition(" ")
+        if kw in ("struct", "union") and plan.get(tag):
+            return f"{kw} {plan[tag]}"
+        return plan.get(name) or name
+
+    def renamed_text(self, text: str) -> str:
+        """Verbatim text (macro bodies, kept declarations) with the renamed type names."""
+        for old, new in (getattr(self, "type_plan", None) or {}).items():
+            if new:
+                text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+        return text
+
     def typedef(self, t: N.Typedef) -> str:
         ty = t.type
+        name = self.type_name(t.name)
         if isinstance(ty, N.Vector) and ty.spelling == t.name:
             attrs = t.attrs or (f"__attribute__((ext_vector_type({ty.n})))",)
-            return f"typedef {self.scalar(ty.elem)} {t.name} {' '.join(attrs)};"
-        s = "typedef " + self.declare(ty, t.name)
+            return f"typedef {self.scalar(ty.elem)} {name} {' '.join(attrs)};"
+        s = "typedef " + self.declare(ty, name)
         if t.attrs:
             s += " " + " ".join(t.attrs)
         return s + ";"
@@ -188,9 +212,13 @@ class Printer:
         if isinstance(t, N.Scalar):
             return self.scalar(t)
         if isinstance(t, N.Vector):
-            return ("const " if t.const else "") + t.spelling
+            return ("const " if t.const else "") + self.type_name(t.spelling)
         if isinstance(t, N.Named):
-            return ("const " if t.const else "") + t.name
+            return ("const " if t.const else "") + self.type_name(t.name)
+        if isinstance(t, N.Struct):
+            head = " ".join([t.kind, *t.attrs] + ([self.type_name(t.tag)] if t.tag else []))
+            fields = " ".join(self.declare(f.type, f.name) + ";" for f in t.fields)
+            return f"{head} {{ {fields} }}"
         if isinstance(t, N.Fragment):
             return self.fragment(t)
         raise TypeError(type(t).__name__)
@@ -421,7 +449,7 @@ class Printer:
             self.out.append(ln)
 
     def s_Raw(self, s):
-        lines = s.text.split("\n")
+        lines = self.renamed_text(s.text).split("\n")
         if lines[0].lstrip().startswith("#"):
             for ln in lines:
                 self.out.append(ln)
@@ -435,7 +463,9 @@ class Printer:
     def s_Using(self, s):
         self.using(s)
 
-    def s_Typedef(self, s):
+    def s_Typedef(self, s, top=False):
+        if top and s.name in (getattr(self, "type_plan", None) or {}) and self.type_plan[s.name] is None:
+            return      # the dialect's builtin of the same name and layout is used
         self.emit(self.typedef(s))
 
     def s_Barrier(self, s):

@@ -32,7 +32,7 @@ class CudaPrinter(Printer):
         ty = t.type
         if isinstance(ty, N.Vector) and ty.spelling == t.name and any(
                 "vector_size" in a or "ext_vector_type" in a for a in t.attrs):
-            return vector_struct(t.name, self.scalar(N.Scalar(ty.elem.dtype, ty.elem.spelling)), ty.elem.dtype, ty.n)
+            return vector_struct(self.type_name(t.name), self.scalar(N.Scalar(ty.elem.dtype, ty.elem.spelling)), ty.elem.dtype, ty.n)
         return super().typedef(t)
 
     def fragment(self, t: N.Fragment) -> str:
