@@ -61,10 +61,8 @@ The sum keeps the source's order (p, q, ci) with the zero terms left out. Every 
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from xpiler.ir import nodes as N
-from xpiler.ir import poly
+from xpiler.ir import horner, poly
 from xpiler.ir.visit import substitute, walk
 
 from . import dependence as D
@@ -88,8 +86,8 @@ class _Undecided(Refused):
 class _Poly(poly.Reader):
     """IR integer expressions as polynomials of the model (:mod:`xpiler.ir.poly`) over names:
     +, -, * and constants are kept, lets are expanded, every other node (/, %, ?:) is an opaque
-    atom ``_a<n>`` keyed by its let-expanded IR. Back to IR through sympy (:meth:`ir`,
-    :meth:`tree_ir`, :func:`_horner`: the printed forms, as before the model was shared)."""
+    atom ``_a<n>`` keyed by its let-expanded IR. Back to IR by :meth:`ir` (expanded) and
+    :func:`_horner` (nested over the sizes), both through :mod:`xpiler.ir.horner`."""
 
     def __init__(self, lets, macros):
         self.lets, self.macros = lets, macros
@@ -158,88 +156,18 @@ class _Poly(poly.Reader):
                 return poly.add(self.read(e.lhs, depth + 1), {(self.atom(N.BinOp("/", e.lhs, e.rhs)),): b}, -1)
         return None
 
-    def sympy(self, p):
-        """The polynomial as a sympy expression (for the printers below)."""
-        return sp.Add(*[sp.Integer(int(c)) * sp.Mul(*[sp.Symbol(a, integer=True) for a in m]) for m, c in p.items()])
+    def ir(self, p):
+        """polynomial -> IR, expanded (:func:`xpiler.ir.horner.to_ir`: coefficients first, simpler
+        terms first); an atom becomes its let-expanded IR."""
+        return horner.to_ir(horner.expanded(p), self.leaf_ir, coeff_first=True, deep_first=False)
 
-    def ir(self, p, names=None, cast_long=False):
-        """polynomial -> IR in sympy's order of terms; an atom becomes its let-expanded IR (or
-        ``names[atom]``)."""
-        p = sp.expand(self.sympy(p))
-        terms = []
-        for t in sp.Add.make_args(p):
-            coeff, rest = t.as_coeff_Mul()
-            factors = []
-            for f in sp.Mul.make_args(rest):
-                if f == 1:
-                    continue
-                base, ex = f.as_base_exp()
-                if not (isinstance(ex, sp.Integer) and ex > 0):
-                    raise Refused("a non-polynomial index")
-                for _ in range(int(ex)):
-                    factors.append(self._sym_ir(base, names))
-            neg = bool(coeff.is_negative)
-            if abs(coeff) != 1 or not factors:
-                factors.insert(0, _c(int(abs(coeff))))
-            if cast_long and len(factors) > 1:
-                factors[0] = N.Cast(LONG, factors[0])
-            e = factors[0]
-            for f in factors[1:]:
-                e = _mul(e, f)
-            terms.append((neg, e))
-        if not terms:
-            return _c(0)
-        terms.sort(key=lambda t: t[0])            # positive terms first
-        neg, e = terms[0]
-        if neg:
-            e = N.BinOp("-", _c(0), e)
-        for neg, t in terms[1:]:
-            e = _sub(e, t) if neg else _add(e, t)
-        return e
-
-    def tree_ir(self, p, names=None, cast_long=False):
-        """sympy -> IR keeping the expression's shape (a Horner form); products in ``long``."""
-        if isinstance(p, sp.Integer):
-            return _c(int(p)) if p >= 0 else N.UnOp("-", _c(int(-p)))
-        if isinstance(p, sp.Symbol):
-            return self._sym_ir(p, names)
-        if isinstance(p, sp.Add):
-            args = sorted(p.args, key=lambda a: (a.as_coeff_Mul()[0] < 0, sp.default_sort_key(a)))
-            e = self.tree_ir(args[0], names, cast_long)
-            for a in args[1:]:
-                c, rest = a.as_coeff_Mul()
-                if c < 0:
-                    e = _sub(e, self.tree_ir(-a, names, cast_long))
-                else:
-                    e = _add(e, self.tree_ir(a, names, cast_long))
-            return e
-        if isinstance(p, sp.Mul):
-            fs = []
-            for f in p.args:
-                b, ex = f.as_base_exp()
-                if not (isinstance(ex, sp.Integer) and ex > 0):
-                    raise Refused("a non-polynomial index")
-                fs += [b] * int(ex)
-            fs.sort(key=lambda f: (not isinstance(f, sp.Symbol), not isinstance(f, sp.Integer)))
-            irs = [self.tree_ir(f, names, cast_long) for f in fs]
-            if cast_long:
-                irs[0] = N.Cast(LONG, irs[0])
-            e = irs[0]
-            for f in irs[1:]:
-                e = _mul(e, f)
-            return e
-        if isinstance(p, sp.Pow):
-            return self.tree_ir(sp.Mul(*([p.base] * int(p.exp)), evaluate=False), names, cast_long)
-        raise Refused("a non-polynomial index")
-
-    def _sym_ir(self, s, names):
-        if names and s in names:
-            return names[s]
-        if isinstance(s, sp.Symbol) and s.name in self.back:
-            return self.back[s.name]
-        if isinstance(s, sp.Symbol):
-            return N.Var(s.name)
-        raise Refused("a non-polynomial index")
+    def leaf_ir(self, a, names=None):
+        """The IR of an atom: ``names[a]``, else an atom's (let-expanded) IR, else the name."""
+        if names and a in names:
+            return names[a]
+        if a in self.back:
+            return self.back[a]
+        return N.Var(a)
 
 
 def _strip_int_casts(e):
@@ -696,8 +624,7 @@ class _Conv(_Band):
         red_h = el + self.box(rl)
         xs, ys, lo_var, hi_new = self.split_sum(x, y, red_h, seq, kpos, lets2, P2, rl)
         # global offsets in terms of the lifted row: ho_band = ho - oh, r = row - oh
-        hoL = sp.Symbol("__hoL", integer=True)
-        nL = sp.Symbol("__nL", integer=True)
+        hoL, nL = "__hoL", "__nL"
         rowv = N.Var(self.name("row"))
         names = {hoL: N.Var(hname), nL: N.Var(nname)}
         ho_atom, n_atom = P2.atom(N.Var(hname)) if hname in lets2 else None, P2.atom(N.Var(nname))
@@ -705,16 +632,15 @@ class _Conv(_Band):
         def lifted(e):
             p = P2(e)
             if ho_atom is not None:
-                p = poly.subst(p, ho_atom, {(hoL.name,): 1, (oh.name,): -1})
-            p = poly.subst(p, n_atom, {(nL.name,): 1})
+                p = poly.subst(p, ho_atom, {(hoL,): 1, (oh.name,): -1})
+            p = poly.subst(p, n_atom, {(nL,): 1})
             bad = poly.atoms(p) & ({oh.name, r, step.name if isinstance(step, N.Var) else ""}
                                    | set(blets) - {nname, hname})
             if bad or any(s in P2.back and (set(x.name for x in walk(P2.back[s]) if isinstance(x, N.Var))
                                            & ({r, oh.name} | set(blets)))
-                          for s in poly.atoms(p) if s not in (hoL.name, nL.name)):
+                          for s in poly.atoms(p) if s not in (hoL, nL)):
                 raise Refused("an address depends on the band other than through its row")
-            return _horner(P2, p, names, {hoL, nL} | {sp.Symbol(v, integer=True) for v, *_ in rl}
-                           | {sp.Symbol(wo.name, integer=True), sp.Symbol(co.name, integer=True)})
+            return _horner(P2, p, names, {hoL, nL, wo.name, co.name} | {v for v, *_ in rl})
         kept = set(self.lets) | {nname, hname}
 
         def declared(e):
@@ -850,18 +776,12 @@ class _Conv(_Band):
 
 def _horner(P, p, names, loopvars):
     """The index as nested products over the sizes (``((n * Cin + ci) * H + ...) * W + ...``): of
-    the Horner forms over each order of the sizes, the one of fewest operations."""
-    import itertools
-    p = P.sympy(p)
-    sizes = sorted(p.free_symbols - loopvars, key=str)
-    best = sp.expand(p)
-    if len(sizes) <= 6:
-        for order in itertools.permutations(sizes):
-            h = sp.horner(sp.expand(p), *order)
-            if sp.count_ops(h) < sp.count_ops(best):
-                best = h
-    assert sp.expand(best - p) == 0
-    return _long_first(_source_order(P, best, names, loopvars))
+    the Horner forms over each order of the sizes (the atoms not in ``loopvars``), the one of
+    fewest operations (:func:`xpiler.ir.horner.fewest_ops`), printed with the nested sum first in
+    a sum and in a product, loop counters before sizes (the spelling the suite's C sources use);
+    the leftmost operand in ``long``."""
+    form = horner.fewest_ops(p, loopvars)
+    return _long_first(horner.to_ir(form, lambda a: P.leaf_ir(a, names), loopvars))
 
 
 def _uncast(e):
@@ -869,40 +789,6 @@ def _uncast(e):
     while isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype in D.INT_DTYPES:
         e = _strip(e.expr)
     return e
-
-
-def _depth(p):
-    if isinstance(p, (sp.Add, sp.Mul)):
-        return 1 + max(_depth(a) for a in p.args)
-    return 0
-
-
-def _source_order(P, p, names, loopvars):
-    """``((n * Cout + co) * Ho + ho) * Wo + wo``: the nested sum first in a sum, the sum first
-    in a product, loop counters before sizes (the spelling the suite's C sources use)."""
-    if isinstance(p, sp.Add):
-        args = sorted(p.args, key=lambda a: (a.as_coeff_Mul()[0] < 0, -_depth(a), sp.default_sort_key(a)))
-        e = _source_order(P, args[0], names, loopvars)
-        for a in args[1:]:
-            if a.as_coeff_Mul()[0] < 0:
-                e = _sub(e, _source_order(P, -a, names, loopvars))
-            else:
-                e = _add(e, _source_order(P, a, names, loopvars))
-        return e
-    if isinstance(p, sp.Mul):
-        fs = []
-        for f in p.args:
-            b, ex = f.as_base_exp()
-            if not (isinstance(ex, sp.Integer) and ex > 0):
-                raise Refused("a non-polynomial index")
-            fs += [b] * int(ex)
-        fs.sort(key=lambda f: (not isinstance(f, sp.Add), f not in loopvars, isinstance(f, sp.Integer),
-                               sp.default_sort_key(f)))
-        e = _source_order(P, fs[0], names, loopvars)
-        for f in fs[1:]:
-            e = _mul(e, _source_order(P, f, names, loopvars))
-        return e
-    return P.tree_ir(p, names)
 
 
 def _long_first(e):

@@ -57,8 +57,6 @@ Every refusal raises :class:`passes.unband.Refused` with its reason; the caller 
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from xpiler.ir import nodes as N
 from xpiler.ir import poly
 from xpiler.ir.visit import substitute, walk
@@ -322,9 +320,7 @@ class _Planes(_Conv):
             if not (isinstance(t, N.Pointer) and isinstance(t.elem, N.Scalar) and t.elem.dtype == "float32"):
                 raise Refused(f"'{p_}' is not a float array")
         taps = next(s for s in got[0][2][6] if isinstance(s, _Taps)).loops
-        loopvars = {sp.Symbol(v, integer=True) for v, *_ in taps} | {sp.Symbol(ho.name, integer=True),
-                                                                     sp.Symbol(wo.name, integer=True),
-                                                                     sp.Symbol(pv, integer=True)}
+        loopvars = {v for v, *_ in taps} | {ho.name, wo.name, pv}
 
         def show(e):
             P = P0
