@@ -123,8 +123,9 @@ def divide(f: dict, g: dict, gens: list, key=None):
     """(q, r) with ``f == q * g + r`` over the rationals, dividing recursively in ``gens`` (the
     first leading): while the remainder's leading coefficient in ``gens[0]`` is divisible by
     ``g``'s (in the other generators, exactly), one term of the quotient; stops at the first that
-    is not. This is sympy's ``div(f, g, *gens)`` (the dense recursive division over QQ); every
-    atom of ``f`` and ``g`` must be in ``gens``. ZeroDivisionError for ``g == {}``."""
+    is not: the dense recursive division over QQ (what unband_conv's witness was written
+    against: sympy's ``div(f, g, *gens)`` before sympy left the project); every atom of ``f``
+    and ``g`` must be in ``gens``. ZeroDivisionError for ``g == {}``."""
     from fractions import Fraction
     if not g:
         raise ZeroDivisionError("polynomial division by zero")
