@@ -9,6 +9,10 @@ function and hands the questions to Z3 over the integers, with non-linear terms 
   so writes through a local pointer are seen as writes to the buffer it points into;
 * single-assignment scalars declared *inside* the loop are substituted (they vary per
   iteration); those declared outside are loop-invariant symbols shared by both iterations;
+* an access through a pointer cast to another element type (``float4 *c4 = (float4 *)c;
+  c4[i]``) stays in the view as written; :func:`collect` counts it in the buffer's elements,
+  covering ``lanes`` of them (``c[4*i] .. c[4*i + 3]``), or as an unknown element where the lane
+  count is not known (:mod:`xpiler.ir.lanes`);
 * ``/`` and ``%`` become exact truncated-division constraints (``x = d*q + r``); anything else
   that does not translate (a ternary, a value loaded from memory) becomes a fresh unknown
   integer, which can only make the answer more conservative, never wrong.
@@ -34,7 +38,8 @@ from xpiler.ir import nodes as N
 from xpiler.ir import poly as P
 from xpiler.ir import smt
 from xpiler.ir import z3term as T
-from xpiler.ir.affine import accesses
+from xpiler.ir import lanes as L
+from xpiler.ir.affine import Context, accesses
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from .dependence_idioms import lane_bit
@@ -335,7 +340,21 @@ def analysis_view(func: N.Func) -> N.Func:
             if b is not None:
                 return N.Index(N.Var(b), off if off is not None else N.Const(0), loc=n.loc)
         return n
-    body = rewrite(func.body, fn)
+    types = L.pointer_types(func)
+
+    def retyped(ptr):
+        t = L.pointer_target(ptr, types)
+        return t is not None and t.retyped
+
+    def keep_cast(n):
+        # an element of a pointer cast to another element type is not one element of the buffer:
+        # left as written (aliases inlined) for collect to read through its lanes
+        if isinstance(n, N.Index) and not isinstance(n.base, (N.Var, N.Index)) and retyped(n.base):
+            return n
+        if isinstance(n, N.UnOp) and n.op == "*" and retyped(n.operand):
+            return n
+        return fn(n)
+    body = rewrite(func.body, keep_cast)
     return func.with_(body=body)
 
 
@@ -397,7 +416,8 @@ def collect(region, func: N.Func, program=None) -> list:
     ptrs = pointer_names(func)
     arrays = {d.name: d.type for d in walk(func) if isinstance(d, N.Decl) and isinstance(d.type, N.Array)}
     out = []
-    for a in accesses(region):
+    types = L.pointer_types(func)
+    for a in accesses(region, Context(types=types)):
         idx = a.exprs
         if a.buffer in arrays and len(idx) > 1:
             dims = arrays[a.buffer].dims
@@ -408,14 +428,20 @@ def collect(region, func: N.Func, program=None) -> list:
                     flat = N.BinOp("+", N.BinOp("*", flat, d), i)
             index = flat
         elif a.extent is not None:
-            _, off = _split_ptr(idx[0]) if idx else (None, None)
-            index = off if off is not None else N.Const(0)
+            t = L.pointer_target(idx[0], types) if idx else None
+            if t is not None and t.retyped:   # the start in the buffer's elements (affine.accesses)
+                index = t.offset if a.indices[0] is not None else None
+            else:
+                _, off = _split_ptr(idx[0]) if idx else (None, None)
+                index = off if off is not None else N.Const(0)
         else:
             index = _flat(idx) if idx else None
         extent = None
         if a.extent is not None:
             extent = _extent_expr(a.extent)
-        out.append(Acc(a.buffer, index, a.mode, a.stmt, a.loops, extent if a.extent is not None else None))
+        elif a.lanes != 1:              # an element of a cast pointer: lanes elements of the buffer
+            extent = N.Const(a.lanes, "int32", str(a.lanes))
+        out.append(Acc(a.buffer, index, a.mode, a.stmt, a.loops, extent))
         if a.extent is not None and extent is None:
             out[-1].index = None
     # calls that receive a buffer pointer: unknown element, read+write unless the callee only
@@ -1200,7 +1226,7 @@ def interchange_violation(program, func: N.Func, outer: N.For, inner: N.For) -> 
                             if l is not vinner:
                                 _bounds(l, side, env)
                         env.cons += guard_constraints(acc, side, env)
-                    env.cons += [oa < ob, ia > ib, to_z3(a.index, "a", env) == to_z3(b.index, "b", env)]
+                    env.cons += [oa < ob, ia > ib] + overlap(a, b, env)
                     return env.cons
                 if _decide(build) != "unsat":
                     line = getattr(getattr(a.stmt, "loc", None), "line", "?")
@@ -1245,8 +1271,7 @@ def fusion_violation(program, func: N.Func, first: N.For, second: N.For) -> Opti
                 for l in b.loops:
                     _bounds(l, "b", env)
                 env.cons += guard_constraints(a, "a", env) + guard_constraints(b, "b", env)
-                env.cons += [_iter_pos(v1, x1, "a", env) > _iter_pos(v2, x2, "b", env),
-                             to_z3(a.index, "a", env) == to_z3(b.index, "b", env)]
+                env.cons += [_iter_pos(v1, x1, "a", env) > _iter_pos(v2, x2, "b", env)] + overlap(a, b, env)
                 return env.cons
             if _decide(build) != "unsat":
                 line = getattr(getattr(b.stmt, "loc", None), "line", "?")
@@ -1259,6 +1284,18 @@ def fusion_violation(program, func: N.Func, first: N.For, second: N.For) -> Opti
     for s in sorted(s1 & used2 | s2 & used1):
         return f"scalar '{s}' is computed by one loop and used by the other"
     return None
+
+
+def overlap(a: Acc, b: Acc, env) -> list:
+    """Constraints saying access ``a`` (side a) and access ``b`` (side b) share an element: equal
+    indices, or overlapping ranges where one covers ``extent`` elements (an intrinsic's effect,
+    an element of a cast pointer: ``c4[i]`` is ``c[4*i] .. c[4*i + 3]``)."""
+    ia, ib = to_z3(a.index, "a", env), to_z3(b.index, "b", env)
+    if a.extent is None and b.extent is None:
+        return [ia == ib]
+    xa = to_z3(a.extent, "a", env) if a.extent is not None else z3.IntVal(1)
+    xb = to_z3(b.extent, "b", env) if b.extent is not None else z3.IntVal(1)
+    return [ia < ib + xb, ib < ia + xa]
 
 
 def _iter_pos(loop, v, side, env):
@@ -1329,6 +1366,9 @@ def _covered(program, view, loop, r: Acc, writes) -> bool:
     for l in r.loops:
         _bounds(l, "r", env)
     idx_r = to_z3(r.index, "r", env)
+    if r.extent is not None:     # the read covers extent elements: some one of them uncovered
+        first, idx_r = idx_r, env.unknown("r")
+        env.cons += [idx_r >= first, idx_r < first + to_z3(r.extent, "r", env)]
     clauses = []
     for k, w in enumerate(writes):
         shared = [l for l in w.loops if any(l is x for x in r.loops)]
@@ -1341,9 +1381,13 @@ def _covered(program, view, loop, r: Acc, writes) -> bool:
         for l in own:
             ws.append(_bounds(l, side, sub))
         idx_w = to_z3(w.index, side, sub)
+        if w.extent is None:
+            misses = idx_w != idx_r
+        else:
+            misses = z3.Or(idx_r < idx_w, idx_r >= idx_w + to_z3(w.extent, side, sub))
         inner = z3.And(*sub.cons) if sub.cons else z3.BoolVal(True)
-        body = z3.Implies(inner, idx_w != idx_r)
-        extra = [v for v in _free_ints(inner) | _free_ints(idx_w) if str(v).endswith("__" + side)]
+        body = z3.Implies(inner, misses)
+        extra = [v for v in _free_ints(inner) | _free_ints(misses) if str(v).endswith("__" + side)]
         clauses.append(z3.ForAll(extra, body) if extra else body)
     # satisfiable = some read element that no write covers
     return _solve(env.cons + clauses) == "unsat"

@@ -29,7 +29,8 @@ set of threads and what each of them does stay the same:
    statement accesses may be one that an iteration ``0 <= i < E`` of the loop accesses, where
    either side writes (Z3, each pair of accesses on its own, under the ``if``'s condition). An
    access through a pointer declared before the loop as ``(float4 *)p`` of a parameter ``p``
-   (a vector of ``W`` elements of ``p``'s type) covers elements ``W*j .. W*j + W-1`` of ``p``.
+   (one element of which is ``W`` elements of ``p``'s type, :mod:`xpiler.ir.lanes`, the rule
+   the dependence test reads cast pointers with) covers elements ``W*j .. W*j + W-1`` of ``p``.
    Any other pointer use in the loop or the tail (arithmetic, an address, a call) is refused.
    Buffers with different names are taken as distinct, as in the dependence test.
 
@@ -39,6 +40,7 @@ launch. Every refusal is a ``PassError`` (XP4001) naming the statement.
 """
 from __future__ import annotations
 
+from xpiler.ir import lanes as L
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, walk
 
@@ -144,16 +146,10 @@ def _top(body) -> list:
 
 
 def lanes_of(ptr_type, param: N.Param):
-    """Elements of ``param`` one element of a ``ptr_type`` pointer covers: 1 for its own type,
-    ``W`` for a vector of ``W`` of them (float4 of float); None for any other type."""
-    el, own = getattr(ptr_type, "elem", None), getattr(param.type, "elem", None)
-    if not isinstance(own, N.Scalar):
-        return None
-    if isinstance(el, N.Scalar) and el.dtype == own.dtype:
-        return 1
-    if isinstance(el, N.Vector) and isinstance(el.elem, N.Scalar) and el.elem.dtype == own.dtype:
-        return int(el.n)
-    return None
+    """Elements of ``param`` one element of a ``ptr_type`` pointer covers (1 for its own type, 4
+    for float4 of float), None when not a whole number or not known: the shared rule of
+    :func:`xpiler.ir.lanes.lanes_of`, which the dependence test reads cast pointers with too."""
+    return L.lanes_of(getattr(ptr_type, "elem", None), L.element_type(param.type))
 
 
 def pointer_alias(decl: N.Decl, func: N.Func):

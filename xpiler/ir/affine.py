@@ -5,13 +5,18 @@ symbols: loop variables, parameters, builtins like ``threadIdx.x``, plus a const
 when it is not affine.  Macros (#define N 64, IDX(i, j)) and single-assignment locals
 (``const int r = row0 + i / BK``) are substituted first.  ``accesses(func)`` lists every
 buffer access with its affine index per dimension, its read/write mode and its enclosing
-loops; intrinsic calls contribute the accesses their registry effects declare.
+loops; intrinsic calls contribute the accesses their registry effects declare.  An access
+through a pointer cast to another element type (``((float4 *)c)[i]``, ``float4 *c4 = (float4 *)c;
+c4[i]``) is an access to the buffer it points into: its index is counted in that buffer's
+elements and ``lanes`` says how many of them it covers (:mod:`xpiler.ir.lanes`); where that is
+not known, its index is unknown (None).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional
 
+from . import lanes as L
 from . import nodes as N
 from . import poly as P
 from .intrinsics import REGISTRY
@@ -114,16 +119,20 @@ class Affine:
 
 @dataclass
 class Context:
-    """What substitution may use: macros (name -> Macro) and let-bound locals (name -> Expr)."""
+    """What substitution may use: macros (name -> Macro) and let-bound locals (name -> Expr);
+    ``types``: pointer/array types by name (:func:`xpiler.ir.lanes.pointer_types`), which
+    accesses through cast pointers are read with."""
     macros: dict = field(default_factory=dict)
     lets: dict = field(default_factory=dict)
     depth: int = 0
+    types: dict = field(default_factory=dict)
 
 
 def context_for(program: Optional[N.Program], func: Optional[N.Func] = None) -> Context:
     ctx = Context(program.macro_table() if program is not None else {})
     if func is not None:
         ctx.lets = let_bindings(func)
+        ctx.types = L.pointer_types(func)
     return ctx
 
 
@@ -165,7 +174,7 @@ class _Symbols(P.Reader):
         return e
 
     def sub(self, e) -> dict:
-        ctx = Context(self.ctx.macros, self.ctx.lets, self.ctx.depth + 1)
+        ctx = Context(self.ctx.macros, self.ctx.lets, self.ctx.depth + 1, self.ctx.types)
         if ctx.depth > MAX_SUBST:
             raise P.NotPoly()
         return _Symbols(ctx).read(e)
@@ -234,6 +243,7 @@ class Access:
     loops: tuple              # enclosing For nodes, outermost first
     exprs: tuple = ()         # the index expressions as written
     extent: Optional[object] = None  # for intrinsic effects: element/byte count (Expr or int)
+    lanes: int = 1            # elements of the buffer covered from the index on (a float4 of floats: 4)
 
     @property
     def affine(self) -> bool:
@@ -302,6 +312,51 @@ def _ptr_base(e, ctx):
     return None, None
 
 
+def _retyped(ptr, ctx, k=None):
+    """``(buffer, first element Expr or None, lanes)`` of element ``k`` of the pointer ``ptr``
+    (``k`` None: ``*ptr``) when a cast on the way changed the pointer's element type or left it
+    unknown (:attr:`xpiler.ir.lanes.Target.retyped`); None for any other pointer (read as before)."""
+    t = L.pointer_target(ptr, ctx.types, ctx.lets)
+    if t is None or not t.retyped:
+        return None
+    if t.lanes is None or t.offset is None:
+        return t.buffer, None, 1
+    first = t.offset if k is None else L.plus(t.offset, L.times(k, t.lanes))
+    return t.buffer, first, t.lanes
+
+
+def _element(e, ctx):
+    """``(buffer, subscripts, lanes)`` of the element the Index ``e`` reaches: subscripts are
+    Exprs (None: unknown) in the buffer's own elements. None when its base is not a pointer
+    into a named buffer."""
+    b, idx = _index_chain(e)
+    if b is None or len(idx) == 1:
+        r = _retyped(e.base, ctx, e.index)
+        if r is not None:
+            return r[0], (r[1],), r[2]
+        if b is None:
+            t = L.pointer_target(e.base, ctx.types, ctx.lets)
+            if t is None:
+                return None
+            return t.buffer, (L.plus(t.offset, e.index),), 1
+    b, idx = _resolve(b, idx, ctx)
+    return b, idx, 1
+
+
+def _subscripts(e):
+    out = []
+    while isinstance(e, N.Index):
+        out.append(e.index)
+        e = e.base
+    return out
+
+
+def _record(out, el, mode, stmt, loops, ctx):
+    b, idx, lanes = el
+    out.append(Access(b, tuple(to_affine(i, ctx) if i is not None else None for i in idx), mode, stmt, loops,
+                      idx, lanes=lanes))
+
+
 def accesses(node, ctx: Optional[Context] = None) -> list:
     """Every buffer access under ``node`` (a Func, Block or statement)."""
     ctx = ctx or Context()
@@ -326,19 +381,22 @@ def _acc_stmt(s, ctx, loops, out):
         return
     if isinstance(s, N.Assign):
         mode = "w" if s.op == "=" else "rw"
-        b, idx = _index_chain(s.target)
-        if b is not None and idx:
-            for i in idx:
+        tgt = s.target
+        while isinstance(tgt, N.Member) and not tgt.arrow:
+            tgt, mode = tgt.base, "rw"      # one lane / field of the element: the rest is kept
+        el = _element(tgt, ctx) if isinstance(tgt, N.Index) else None
+        if el is not None:
+            for i in _subscripts(tgt):
                 _acc_expr(i, ctx, loops, out, s, "r")
-            b, idx = _resolve(b, idx, ctx)
-            out.append(Access(b, tuple(to_affine(i, ctx) for i in idx), mode, s, loops, idx))
-            idx = ()
-            for i in idx:
-                _acc_expr(i, ctx, loops, out, s, "r")
-        elif isinstance(s.target, N.UnOp) and s.target.op == "*":
-            b, off = _ptr_base(s.target.operand, ctx)
-            if b is not None:
-                out.append(Access(b, (off,), mode, s, loops, (s.target.operand,)))
+            _record(out, el, mode, s, loops, ctx)
+        elif isinstance(tgt, N.UnOp) and tgt.op == "*":
+            r = _retyped(tgt.operand, ctx)
+            if r is not None:
+                _record(out, (r[0], (r[1],), r[2]), mode, s, loops, ctx)
+            else:
+                b, off = _ptr_base(tgt.operand, ctx)
+                if b is not None:
+                    out.append(Access(b, (off,), mode, s, loops, (tgt.operand,)))
         else:
             _acc_expr(s.target, ctx, loops, out, s, "r", lvalue=True)
         _acc_expr(s.value, ctx, loops, out, s, "r")
@@ -352,13 +410,12 @@ def _acc_stmt(s, ctx, loops, out):
 
 def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
     if isinstance(e, N.Index):
-        b, idx = _index_chain(e)
-        if b is not None:
-            for i in idx:
+        el = _element(e, ctx)
+        if el is not None:
+            for i in _subscripts(e):
                 _acc_expr(i, ctx, loops, out, stmt, "r")
             if not lvalue:
-                b, idx = _resolve(b, idx, ctx)
-                out.append(Access(b, tuple(to_affine(i, ctx) for i in idx), "r", stmt, loops, idx))
+                _record(out, el, "r", stmt, loops, ctx)
             return
     if isinstance(e, N.Intrinsic):
         d = REGISTRY.get(e.name)
@@ -367,20 +424,33 @@ def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
             if eff.arg in names and names.index(eff.arg) < len(e.args):
                 arg = e.args[names.index(eff.arg)]
                 b, off = _ptr_base(arg, ctx)
+                t = L.pointer_target(arg, ctx.types, ctx.lets)
+                if t is not None and t.retyped:
+                    # the start address is the offset in the buffer's elements; an element count
+                    # of a retyped pointer is not one of the buffer's
+                    b = t.buffer
+                    off = to_affine(t.offset, ctx) if t.offset is not None and \
+                        (t.lanes == 1 or eff.unit != "elem") else None
                 if b is not None:
                     env = {n: (e.args[i] if i < len(e.args) else None) for i, n in enumerate(names)}
                     out.append(Access(b, (off,), eff.mode, stmt, loops, (arg,), extent=(eff.extent, env, eff.unit)))
     if isinstance(e, N.AssignExpr):
-        b, idx = _index_chain(e.target)
-        if b is not None and idx:
-            b, idx = _resolve(b, idx, ctx)
-            out.append(Access(b, tuple(to_affine(i, ctx) for i in idx), "w", stmt, loops, idx))
+        tgt, mode = e.target, "w" if e.op == "=" else "rw"
+        while isinstance(tgt, N.Member) and not tgt.arrow:
+            tgt, mode = tgt.base, "rw"
+        el = _element(tgt, ctx) if isinstance(tgt, N.Index) else None
+        if el is not None:
+            _record(out, el, mode, stmt, loops, ctx)
         _acc_expr(e.value, ctx, loops, out, stmt, "r")
         return
     if isinstance(e, N.UnOp) and e.op == "*" and not lvalue:
-        b, off = _ptr_base(e.operand, ctx)
-        if b is not None:
-            out.append(Access(b, (off,), "r", stmt, loops, (e.operand,)))
+        r = _retyped(e.operand, ctx)
+        if r is not None:
+            _record(out, (r[0], (r[1],), r[2]), "r", stmt, loops, ctx)
+        else:
+            b, off = _ptr_base(e.operand, ctx)
+            if b is not None:
+                out.append(Access(b, (off,), "r", stmt, loops, (e.operand,)))
     if isinstance(e, N.Node):
         for c in e.children():
             if isinstance(c, N.Expr):

@@ -79,6 +79,8 @@ def footprint(loop: N.For, env: Optional[dict] = None, ctx: Optional[Context] = 
                 dims = None
                 break
             dims.append(iv)
+        if dims is not None and acc.lanes != 1:      # an element of a cast pointer: lanes elements
+            dims[-1] = (dims[-1][0], dims[-1][1] + acc.lanes - 1)
         if dims is not None and acc.extent is not None:
             ext = _extent_affine(acc, ctx)
             e = _interval(ext, ranges) if ext is not None else None
