@@ -42,7 +42,7 @@ from xpiler.ir import lanes as L
 from xpiler.ir.affine import Context, accesses
 from xpiler.ir.visit import rewrite, substitute, walk
 
-from .dependence_idioms import lane_bit
+from .dependence_idioms import lane_bit, low_bits
 
 INT_DTYPES = T.INT_DTYPES
 TIMEOUT_MS = 2000
@@ -655,6 +655,7 @@ class _Terms(T.Terms):
             x = _divmod_identity(e)
             if x is not None:
                 return self.int(x, depth + 1)
+            return low_bits(e, self.side, self.env, to_z3, depth)
         return None
 
     def special_bool(self, e, depth):

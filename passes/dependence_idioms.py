@@ -8,6 +8,11 @@ answer more precise, never wrong.
 * :func:`lane_bit` -- the lane test of a low-lane mask, ``(M >> l) & 1`` with
   ``M = (1 << t) - 1`` (what detensorize makes of AVX-512 masked loads/stores whose mask is
   built as ``(__mmask16)((1u << rest) - 1u)``).  When the bit is set, ``0 <= l < t``.
+* :func:`low_bits` -- ``x & M`` with a constant ``M = 2**k - 1`` (``k <= 8``): the low ``k`` bits
+  of ``x``, which in two's complement are ``x`` modulo ``2**k`` (``0 <= r < 2**k``, for negative
+  ``x`` too), whatever integer type of at least 8 bits ``x`` is cast to on the way. The odd tail
+  of a vector kernel, ``if (n & 1) c[n - 1] = ...`` after ``half2`` pairs, needs it: only an odd
+  ``n`` leaves ``c[n - 1]`` outside the pairs.
 """
 from __future__ import annotations
 
@@ -65,3 +70,16 @@ def lane_bit(e, side, env, to_z3, depth=0):
     g = z3.Bool(f"lanebit{next(env.fresh)}__{side}")
     env.cons.append(z3.Implies(g, z3.And(lane >= 0, lane < t)))
     return g
+
+
+def low_bits(e, side, env, to_z3, depth=0):
+    """A Z3 Int for ``x & M`` (or ``M & x``), ``M`` an integer constant ``2**k - 1`` with
+    ``1 <= k <= 8``: ``x mod 2**k`` (Z3's ``%`` on Ints is the non-negative remainder). None
+    when ``e`` is not of that shape."""
+    if not (isinstance(e, N.BinOp) and e.op == "&"):
+        return None
+    for m, x in ((e.rhs, e.lhs), (e.lhs, e.rhs)):
+        if isinstance(m, N.Const) and isinstance(m.value, int) and not isinstance(m.value, bool) \
+                and 1 <= m.value <= 255 and (m.value & (m.value + 1)) == 0:
+            return to_z3(x, side, env, depth + 1) % (m.value + 1)
+    return None

@@ -161,3 +161,21 @@ __global__ void k(float* c, int n) {
 }""")
     ok, why = privatizable(p, f, find_loop(f, "i"))
     assert "t" not in ok and "t" in why
+
+
+def test_the_odd_tail_after_half2_pairs_is_apart_only_for_odd_n():
+    # c2[i] is c[2i], c[2i + 1]; c[n - 1] lies past the pairs only when n is odd: (n & 1) must be
+    # read as n mod 2 (passes/dependence_idioms.low_bits), else the tail may meet the last pair
+    src = """
+__global__ void k(const __half* a, __half* c, int n) {
+    __half2* c2 = (__half2*)c;
+    int pairs = n / 2;
+    for (int i = 0; i < pairs + 1; ++i) {
+        if (i < pairs) c2[i] = ((const __half2*)a)[i];
+        if (i == pairs && COND) c[n - 1] = a[n - 1];
+    }
+}"""
+    assert _dep(src.replace("COND", "(n & 1)")) is None
+    assert _dep(src.replace("COND", "(n & 3) == 1")) is None
+    d = _dep(src.replace("COND", "((n & 1) == 0)"))
+    assert d is not None and d.buffer == "c"
