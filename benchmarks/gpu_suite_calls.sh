@@ -17,6 +17,9 @@
 #   CALL=7 bash benchmarks/gpu_suite_calls.sh      # those candidates timed: the cost model's Spearman
 #   CALL=8 TIMED="cuda=keep_a hip=keep_b" bash benchmarks/gpu_suite_calls.sh
 #                                                  # outputs made elsewhere (migrate_all --keep), timed
+#   CALL=9 CPU=c_outs INT8="new:x.cu=d/x.c" bash benchmarks/gpu_suite_calls.sh
+#                                                  # this machine's CPU: c outputs vs numpy / PyTorch CPU, one
+#                                                  # thread (cpu_perf.py), int8 gemm vs oneDNN (gemm_int8_cpu.py)
 # Written 2026-12-05 (fifteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -72,4 +75,10 @@ case "${CALL:-1}" in
        timeout "${PERF_S:-150}" python3 benchmarks/gpu_perf.py "$d" --out "$OUT/$(basename "$d")" --to "$t" --jobs 16 \
            > "$OUT/gpu_perf_$(basename "$d")_$t.txt" 2>&1; tail -45 "$OUT/gpu_perf_$(basename "$d")_$t.txt"
    done ;;
+9) lscpu | grep -E "Model name"; grep -o 'avx512_vnni\|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+   [ -n "${CPU:-}" ] && OMP_NUM_THREADS=1 timeout "${PERF_S:-200}" python3 benchmarks/cpu_perf.py "$CPU" --threads 1 \
+       --out "$OUT" > "$OUT/cpu_perf.txt" 2>&1; tail -30 "$OUT/cpu_perf.txt" 2>/dev/null
+   [ -n "${INT8:-}" ] && OMP_NUM_THREADS=1 timeout "${INT8_S:-150}" python3 benchmarks/gemm_int8_cpu.py $INT8 \
+       --sizes 512 --rounds 3 --repeats 10 --json "$OUT/gemm_int8_cpu.json" > "$OUT/gemm_int8_cpu.txt" 2>&1
+   tail -12 "$OUT/gemm_int8_cpu.txt" 2>/dev/null ;;
 esac
