@@ -195,9 +195,10 @@ def key(f):
 
 def to_ir(f, leaf, loopvars=frozenset(), coeff_first: bool = False, deep_first: bool = True) -> N.Expr:
     """A form as IR: a sum's positive terms first, then deeper terms first (shallower first
-    without ``deep_first``), then :func:`key` (a negative term placed as its negation); a negative term after the first as ``- t``. A product's sum factor first, then
-    loop counters (``loopvars``) by name, then other atoms by name, then the coefficient (first
-    instead with ``coeff_first``). ``leaf(atom)`` is the IR of an atom."""
+    without ``deep_first``), then :func:`key` (a negative term placed as its negation); a
+    negative term after the first as ``- t``. A product's sum factor first, then loop counters
+    (``loopvars``) by name, then other atoms by name, then the coefficient (first instead with
+    ``coeff_first``). ``leaf(atom)`` is the IR of an atom."""
     def sub(x):
         return to_ir(x, leaf, loopvars, coeff_first, deep_first)
     if isinstance(f, int):
