@@ -48,12 +48,14 @@ def cell(d: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
-    ap.add_argument("--op", action="append", help="only outputs of these operators (folder name prefix)")
+    ap.add_argument("--op", action="append", help="only outputs of these operators and their variants")
     ap.add_argument("--json")
     a = ap.parse_args()
     outs = sorted(Path(a.dir).glob("*__to__hip/*.hip"))
     if a.op:
-        outs = [o for o in outs if o.parent.name.split("__to__")[0].split(".")[0] in a.op]
+        def base(o):     # gemm_wmma.cu__to__hip -> gemm_wmma: an --op also takes its variants (gemm_*)
+            return o.parent.name.split("__to__")[0].split(".")[0]
+        outs = [o for o in outs if any(base(o) == op or base(o).startswith(op + "_") for op in a.op)]
     rows = []
     print("| output | gfx90a: MFMA | VGPR/AGPR | LDS B | scratch B | occupancy "
           "| gfx1100: WMMA | VGPR/AGPR | LDS B | scratch B | occupancy |")
