@@ -380,10 +380,7 @@ def _acc_stmt(s, ctx, loops, out):
         _acc_stmt(s.body, ctx, loops + (s,), out)
         return
     if isinstance(s, N.Assign):
-        mode = "w" if s.op == "=" else "rw"
-        tgt = s.target
-        while isinstance(tgt, N.Member) and not tgt.arrow:
-            tgt, mode = tgt.base, "rw"      # one lane / field of the element: the rest is kept
+        tgt, mode = _field_target(s.target, "w" if s.op == "=" else "rw")
         el = _element(tgt, ctx) if isinstance(tgt, N.Index) else None
         if el is not None:
             for i in _subscripts(tgt):
@@ -406,6 +403,17 @@ def _acc_stmt(s, ctx, loops, out):
             _acc_stmt(c, ctx, loops, out)
         elif isinstance(c, N.Expr):
             _acc_expr(c, ctx, loops, out, s, "r")
+
+
+def _field_target(tgt, mode):
+    """The element an assignment to ``tgt`` writes, and how: a lane or field of an element
+    (``a[i].y``, ``p->x``) writes part of it and keeps the rest ("rw"); ``p->f`` is ``(*p).f``."""
+    while isinstance(tgt, N.Member):
+        mode = "rw"
+        if tgt.arrow:
+            return N.UnOp("*", tgt.base, loc=tgt.loc), mode
+        tgt = tgt.base
+    return tgt, mode
 
 
 def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
@@ -435,13 +443,23 @@ def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
                     env = {n: (e.args[i] if i < len(e.args) else None) for i, n in enumerate(names)}
                     out.append(Access(b, (off,), eff.mode, stmt, loops, (arg,), extent=(eff.extent, env, eff.unit)))
     if isinstance(e, N.AssignExpr):
-        tgt, mode = e.target, "w" if e.op == "=" else "rw"
-        while isinstance(tgt, N.Member) and not tgt.arrow:
-            tgt, mode = tgt.base, "rw"
+        tgt, mode = _field_target(e.target, "w" if e.op == "=" else "rw")
         el = _element(tgt, ctx) if isinstance(tgt, N.Index) else None
         if el is not None:
             _record(out, el, mode, stmt, loops, ctx)
+        elif isinstance(tgt, N.UnOp) and tgt.op == "*":
+            r = _retyped(tgt.operand, ctx)
+            if r is not None:
+                _record(out, (r[0], (r[1],), r[2]), mode, stmt, loops, ctx)
+            else:
+                b, off = _ptr_base(tgt.operand, ctx)
+                if b is not None:
+                    out.append(Access(b, (off,), mode, stmt, loops, (tgt.operand,)))
         _acc_expr(e.value, ctx, loops, out, stmt, "r")
+        return
+    if isinstance(e, N.Member) and e.arrow and not lvalue:
+        # p->f reads the element *p (a field of it): the same access as (*p).f
+        _acc_expr(N.UnOp("*", e.base, loc=e.loc), ctx, loops, out, stmt, "r")
         return
     if isinstance(e, N.UnOp) and e.op == "*" and not lvalue:
         r = _retyped(e.operand, ctx)
