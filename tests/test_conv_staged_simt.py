@@ -55,9 +55,9 @@ def test_depthwise_is_the_per_row_form():
 def test_conv_stages_on_chip_and_verifies(op, dialect, tile):
     src, entry, p = bound(op, dialect)
     q, launch = cache.apply(p, entry=entry, target=dialect, tile=tile)
-    # depthwise on cuda: the filter and the k offsets of the split input index (rowvec_split_body)
-    want = ({"xp_Ws", "xp_Kt"} if dialect == "cuda" else {"xp_Ws"}) if op.startswith("depthwise") \
-        else {"xp_As", "xp_Bs"}
+    # depthwise (cuda and hip): the filter and the k offsets of the split input index
+    # (rowvec_split_body)
+    want = {"xp_Ws", "xp_Kt"} if op.startswith("depthwise") else {"xp_As", "xp_Bs"}
     assert _shared(q, entry) == want
     assert any(isinstance(n, N.Barrier) for n in walk(q.func(entry)))
     v = _verify(q, src, dialect, launch, entry)
