@@ -191,11 +191,14 @@ def alias_table(func: N.Func) -> dict:
         if isinstance(d, N.Decl):
             count[d.name] = count.get(d.name, 0) + 1
     table = {}
+    types = L.pointer_types(func)
     for d in walk(func.body):
         if isinstance(d, N.Decl) and isinstance(d.type, N.Pointer) and d.init is not None and \
                 d.name not in assigned and count[d.name] == 1:
             b, _ = _split_ptr(d.init)
-            if b is not None:
+            # also a pointer into a multi-dimensional array (``(float2 *)&s[1][0]``): lanes.py
+            # knows its buffer, not its offset, and collect reads its elements as unknown
+            if b is not None or L.pointer_target(d.init, types) is not None:
                 table[d.name] = d.init
     return table
 

@@ -179,3 +179,21 @@ __global__ void k(const __half* a, __half* c, int n) {
     assert _dep(src.replace("COND", "(n & 3) == 1")) is None
     d = _dep(src.replace("COND", "((n & 1) == 0)"))
     assert d is not None and d.buffer == "c"
+
+
+# a pointer into a row of a two-dimensional array: its buffer is the array (its offset is not
+# kept), so a loop writing through it and through the array is not called parallel; before
+# 2026-12-06 the pointer was taken for a buffer of its own
+ROW_POINTERS = {
+    "vector cast of &s[1][0]": "float2* s2 = (float2*)&s[1][0];\n"
+        "    for (int i = 0; i < 32; ++i) { s2[i] = make_float2(c[i], c[i]); s[1][2 * i + 2] = 0.0f; }",
+    "a row s[1] as a pointer": "float* r = s[1];\n"
+        "    for (int i = 0; i < 32; ++i) { r[i + 1] = c[i]; s[1][i] = 0.0f; }",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_POINTERS))
+def test_a_pointer_into_a_two_dimensional_array_aliases_it(name):
+    src = ("__global__ void k(float* c, int n) {\n    __shared__ float s[4][64];\n    "
+           + ROW_POINTERS[name] + "\n}")
+    assert _dep(src) is not None

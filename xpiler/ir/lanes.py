@@ -144,7 +144,18 @@ def _walk(e, types, lets, depth):
         buf, off, elem = t
         k = e.rhs if e.op == "+" else N.UnOp("-", e.rhs)
         return buf, plus(off, times(k, lanes_of(elem, element_type(types.get(buf))))), elem
-    if isinstance(e, N.UnOp) and e.op == "&" and isinstance(e.operand, N.Index):
+    if isinstance(e, N.Index) or (isinstance(e, N.UnOp) and e.op == "&" and isinstance(e.operand, N.Index)):
+        root = e if isinstance(e, N.Index) else e.operand
+        while isinstance(root, N.Index):
+            root = root.base
+        declared = types.get(root.name) if isinstance(root, N.Var) else None
+        if isinstance(declared, N.Array) and len(declared.dims) > 1:
+            # a row or element of a multi-dimensional array seen as a pointer (``&s[1][0]``,
+            # ``s[1]``, ``&s[1]``): its buffer is the array, the offset is not kept
+            t = _walk(root, types, lets, depth + 1)
+            return None if t is None else (t[0], None, t[2])
+        if isinstance(e, N.Index):
+            return None
         t = _walk(e.operand.base, types, lets, depth + 1)
         if t is None:
             return None
