@@ -387,13 +387,7 @@ def _acc_stmt(s, ctx, loops, out):
                 _acc_expr(i, ctx, loops, out, s, "r")
             _record(out, el, mode, s, loops, ctx)
         elif isinstance(tgt, N.UnOp) and tgt.op == "*":
-            r = _retyped(tgt.operand, ctx)
-            if r is not None:
-                _record(out, (r[0], (r[1],), r[2]), mode, s, loops, ctx)
-            else:
-                b, off = _ptr_base(tgt.operand, ctx)
-                if b is not None:
-                    out.append(Access(b, (off,), mode, s, loops, (tgt.operand,)))
+            _record_deref(out, tgt.operand, mode, s, loops, ctx)
         else:
             _acc_expr(s.target, ctx, loops, out, s, "r", lvalue=True)
         _acc_expr(s.value, ctx, loops, out, s, "r")
@@ -403,6 +397,18 @@ def _acc_stmt(s, ctx, loops, out):
             _acc_stmt(c, ctx, loops, out)
         elif isinstance(c, N.Expr):
             _acc_expr(c, ctx, loops, out, s, "r")
+
+
+def _record_deref(out, ptr, mode, stmt, loops, ctx):
+    """Record ``*ptr``: through its lanes where a cast retyped the pointer, else at the pointer's
+    base and offset (nothing when the pointer is not into a named buffer)."""
+    r = _retyped(ptr, ctx)
+    if r is not None:
+        _record(out, (r[0], (r[1],), r[2]), mode, stmt, loops, ctx)
+        return
+    b, off = _ptr_base(ptr, ctx)
+    if b is not None:
+        out.append(Access(b, (off,), mode, stmt, loops, (ptr,)))
 
 
 def _field_target(tgt, mode):
@@ -448,13 +454,7 @@ def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
         if el is not None:
             _record(out, el, mode, stmt, loops, ctx)
         elif isinstance(tgt, N.UnOp) and tgt.op == "*":
-            r = _retyped(tgt.operand, ctx)
-            if r is not None:
-                _record(out, (r[0], (r[1],), r[2]), mode, stmt, loops, ctx)
-            else:
-                b, off = _ptr_base(tgt.operand, ctx)
-                if b is not None:
-                    out.append(Access(b, (off,), mode, stmt, loops, (tgt.operand,)))
+            _record_deref(out, tgt.operand, mode, stmt, loops, ctx)
         _acc_expr(e.value, ctx, loops, out, stmt, "r")
         return
     if isinstance(e, N.Member) and e.arrow and not lvalue:
@@ -462,13 +462,7 @@ def _acc_expr(e, ctx, loops, out, stmt, mode, lvalue=False):
         _acc_expr(N.UnOp("*", e.base, loc=e.loc), ctx, loops, out, stmt, "r")
         return
     if isinstance(e, N.UnOp) and e.op == "*" and not lvalue:
-        r = _retyped(e.operand, ctx)
-        if r is not None:
-            _record(out, (r[0], (r[1],), r[2]), "r", stmt, loops, ctx)
-        else:
-            b, off = _ptr_base(e.operand, ctx)
-            if b is not None:
-                out.append(Access(b, (off,), "r", stmt, loops, (e.operand,)))
+        _record_deref(out, e.operand, "r", stmt, loops, ctx)
     if isinstance(e, N.Node):
         for c in e.children():
             if isinstance(c, N.Expr):
