@@ -164,9 +164,8 @@ def _split_ptr(e):
 
 
 def pointer_names(func: N.Func) -> set:
-    names = {p.name for p in func.params if isinstance(p.type, (N.Pointer, N.Array))}
-    names |= {d.name for d in walk(func.body) if isinstance(d, N.Decl) and isinstance(d.type, (N.Pointer, N.Array))}
-    return names
+    """Parameters and locals of pointer or array type (the names of ``lanes.pointer_types``)."""
+    return set(L.pointer_types(func))
 
 
 def assigned_names(node) -> set:

@@ -17,6 +17,12 @@ C_TYPE = {
     "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
 }
 
+#: bytes of one element of each scalar dtype the IR spells (a superset of DTYPES: the IR also
+#: meets float64, the unsigned widths, bool and char); the one table the passes' on-chip budgets,
+#: the cast-pointer lanes (xpiler/ir/lanes.py) and the builtin vector layouts read
+ELEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
+              "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "char": 1, "bool": 1}
+
 FLOATS = ("float32", "float16", "bfloat16")
 
 #: default tolerances per dtype (rtol, atol); ints compare exactly

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from xpiler.dtypes import ELEM_BYTES  # noqa: F401  (read as U.ELEM_BYTES by the passes)
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, substitute, walk
 
-ELEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
-              "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "char": 1, "bool": 1}
 NRAM_BYTES = 512 * 1024
 WRAM_BYTES = 1024 * 1024
 SHARED_BYTES = 48 * 1024

@@ -202,7 +202,7 @@ def to_ir(f, leaf, loopvars=frozenset(), coeff_first: bool = False, deep_first: 
     def sub(x):
         return to_ir(x, leaf, loopvars, coeff_first, deep_first)
     if isinstance(f, int):
-        return _lit(f) if f >= 0 else N.UnOp("-", _lit(-f))
+        return poly._lit(f) if f >= 0 else N.UnOp("-", poly._lit(-f))
     if isinstance(f, str):
         return leaf(f)
     if f[0] == "+":
@@ -223,7 +223,3 @@ def to_ir(f, leaf, loopvars=frozenset(), coeff_first: bool = False, deep_first: 
     for x in parts[1:]:
         e = N.BinOp("*", e, x)
     return e
-
-
-def _lit(v) -> N.Const:
-    return N.Const(v, "int32", str(v))

@@ -22,11 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..dtypes import ELEM_BYTES
 from . import nodes as N
 
-#: bytes of each scalar dtype (void: none)
-SIZES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
-         "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1, "char": 1}
 
 OWN = "own"          # the element type of the buffer itself (no cast on the way)
 MAX_ALIAS = 8        # pointer locals followed one into another
@@ -35,9 +33,9 @@ MAX_ALIAS = 8        # pointer locals followed one into another
 def size_of(t) -> Optional[int]:
     """Bytes of a scalar or short-vector type, None when not known."""
     if isinstance(t, N.Scalar):
-        return SIZES.get(t.dtype)
-    if isinstance(t, N.Vector) and isinstance(t.elem, N.Scalar) and SIZES.get(t.elem.dtype):
-        return SIZES[t.elem.dtype] * int(t.n)
+        return ELEM_BYTES.get(t.dtype)
+    if isinstance(t, N.Vector) and isinstance(t.elem, N.Scalar) and ELEM_BYTES.get(t.elem.dtype):
+        return ELEM_BYTES[t.elem.dtype] * int(t.n)
     return None
 
 

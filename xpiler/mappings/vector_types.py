@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..dtypes import ELEM_BYTES
 from ..ir import nodes as N
 
 DIALECTS = ("cuda", "hip", "bang", "c")
@@ -42,14 +43,12 @@ class VectorType:
         return tuple("xyzw"[:self.lanes])
 
 
-_ELEM_BYTES = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4, "int8": 1, "uint8": 1, "int16": 2,
-               "int64": 8, "float16": 2, "bfloat16": 2}
 
 
 def _align(dtype: str, lanes: int) -> int:
     # vector_types.h: 2 and 4 lanes are aligned to their size (at most 16), 1 and 3 to the element
-    size = _ELEM_BYTES[dtype] * lanes
-    return min(size, 16) if lanes in (2, 4) else _ELEM_BYTES[dtype]
+    size = ELEM_BYTES[dtype] * lanes
+    return min(size, 16) if lanes in (2, 4) else ELEM_BYTES[dtype]
 
 
 def _rows() -> dict:
