@@ -35,7 +35,9 @@ HIP, float32 matmul (the bound nest binding writes, or the shared-memory tiled k
 pass writes) -> one wave64 per 16x16 tile of C with ``__builtin_amdgcn_mfma_f32_16x16x4f32``
 (lane l = 16g + i supplies A[i][k0+g] and B[k0+g][i], holds D[4g+e][i]), K staged through LDS
 in zero-padded 16-wide slices; launch block [64, 1, 1], grid [cdiv(N,16), cdiv(M,16), batch].
-Products of floats are exact in fp32, only the order of the sum changes.
+Products of floats are exact in fp32, only the order of the sum changes. The MFMA step stands
+under ``#if XP_USE_MFMA`` (defined 1 on CDNA, 0 elsewhere: RDNA3, host passes, hip_on_cuda.h) with
+per-lane sums over the same LDS tiles as the other path (:mod:`passes.patterns.mfma_variant`).
 CUDA, half x half -> float matmul -> WMMA 16x16x16 (one warp per tile).  float32 inputs are
 refused on cuda (XP4001): WMMA would round them to half.
 
@@ -345,8 +347,11 @@ def _simt_apply(program, entry, **params):
         return prog, WB.launch(ct, bp["BM"], bp["BN"], bp["warps"])
     ct, instr = _simt_plan(program, entry, **params)
     if program.dialect == "hip":
+        from .patterns import mfma_variant as MV
         extra = [] if any(isinstance(it, N.Typedef) and it.name == "floatx4" for it in program.items) else \
             ["typedef float floatx4 __attribute__((ext_vector_type(4)));"]
+        if not MV.has_guard(it.text for it in program.items if isinstance(it, (N.Directive, N.Raw))):
+            extra.insert(0, MV.guard())      # XP_USE_MFMA: 1 on CDNA, 0 elsewhere (RDNA3, host, NVIDIA)
         if instr.endswith("16x16x16f16"):
             if not any(isinstance(it, N.Typedef) and it.name == "halfx4" for it in program.items):
                 extra.append("typedef _Float16 halfx4 __attribute__((ext_vector_type(4)));")

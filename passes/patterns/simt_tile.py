@@ -23,7 +23,8 @@ Emitted kernels (all guard every global access; padding is zero, so the sums are
   product; ``double=True`` keeps two buffers and loads tile t+1 while computing tile t;
 * :func:`mfma_body`   — hip, float32: one wave64 per 16x16 output tile,
   ``__builtin_amdgcn_mfma_f32_16x16x4f32`` with lane l supplying A[i][g] / B[g][i]
-  (i = l % 16, g = l / 16) and holding D[4g+e][i] in element e;
+  (i = l % 16, g = l / 16) and holding D[4g+e][i] in element e; under ``#if XP_USE_MFMA``, with
+  per-lane sums from the shared tiles for the architectures without MFMA (:mod:`.mfma_variant`);
 * :func:`wmma_body`   — cuda, half inputs / float accumulate: one warp per 16x16 output tile,
   16x16x16 fragments over zero-padded shared tiles, the accumulator stored through shared
   memory so that only in-range elements of C are written.
@@ -37,6 +38,7 @@ from xpiler.ir import nodes as N
 from xpiler.ir.visit import rewrite, substitute, walk
 
 from . import common as U
+from . import mfma_variant as MV
 from . import simt_orient as SO
 
 SIMT_BOUND = ("global.x", "global.y", "global.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
@@ -723,7 +725,9 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = F
     ``__builtin_amdgcn_mfma_i32_16x16x16i8`` per slice with the f16 layout, four bytes packed in an
     int; the instruction multiplies signed bytes, so a uint8 A is staged as ``a - 128`` and
     ``128 * sum_k B[k][i]`` (each lane sums its column of the staged B slices) is added back when
-    storing: ``sum (a - 128) b + 128 sum b = sum a b``, exactly, in int32 sums modulo 2^32."""
+    storing: ``sum (a - 128) b + 128 sum b = sum a b``, exactly, in int32 sums modulo 2^32.
+    Every form's MFMA step stands under ``#if XP_USE_MFMA``, with the same sums taken per lane from
+    the shared tiles under ``#else`` (:mod:`.mfma_variant`: RDNA3, host passes, hip_on_cuda.h)."""
     if int8:
         return _mfma_i8_body(ct)
     E = Emit(ct, "hip")
@@ -738,22 +742,24 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = F
         la = f"(_Float16){via}{E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')}"
         lb = f"(_Float16){via}{E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c')}"
         zero = "(_Float16)0.0f"
-        step = ["    halfx4 xp_a;",
-                "    halfx4 xp_bv;",
-                "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
-                "        xp_a[xp_e] = xp_As[xp_li * 16 + 4 * xp_g + xp_e];",
-                "        xp_bv[xp_e] = xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li];",
-                "    }",
-                "    xp_acc = __builtin_amdgcn_mfma_f32_16x16x16f16(xp_a, xp_bv, xp_acc, 0, 0, 0);"]
+        step = MV.wrap(["    halfx4 xp_a;",
+                        "    halfx4 xp_bv;",
+                        "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+                        "        xp_a[xp_e] = xp_As[xp_li * 16 + 4 * xp_g + xp_e];",
+                        "        xp_bv[xp_e] = xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li];",
+                        "    }",
+                        "    xp_acc = __builtin_amdgcn_mfma_f32_16x16x16f16(xp_a, xp_bv, xp_acc, 0, 0, 0);"],
+                       MV.plain_f16())
     else:
         la = E.op('A', E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c'))
         lb = E.op('B', E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c'))
         zero = "0.0f"
-        step = ["    for (int xp_kk = 0; xp_kk < 16; xp_kk += 4) {",
-                "        const float xp_a = xp_As[xp_li * 16 + xp_kk + xp_g];",
-                "        const float xp_bv = xp_Bs[(xp_kk + xp_g) * 16 + xp_li];",
-                "        xp_acc = __builtin_amdgcn_mfma_f32_16x16x4f32(xp_a, xp_bv, xp_acc, 0, 0, 0);",
-                "    }"]
+        step = MV.wrap(["    for (int xp_kk = 0; xp_kk < 16; xp_kk += 4) {",
+                        "        const float xp_a = xp_As[xp_li * 16 + xp_kk + xp_g];",
+                        "        const float xp_bv = xp_Bs[(xp_kk + xp_g) * 16 + xp_li];",
+                        "        xp_acc = __builtin_amdgcn_mfma_f32_16x16x4f32(xp_a, xp_bv, xp_acc, 0, 0, 0);",
+                        "    }"],
+                       MV.plain_f32())
     L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
           f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
           "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
@@ -795,14 +801,15 @@ def _mfma_i8_body(ct: Contraction) -> str:
           f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : (int8_t)0;",
           f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : (int8_t)0;",
           "    }",
-          "    __syncthreads();",
+          "    __syncthreads();"] + MV.wrap([
           "    unsigned xp_a = 0u;",
           "    unsigned xp_bv = 0u;",
           "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
           "        xp_a |= (unsigned)(uint8_t)xp_As[xp_li * 16 + 4 * xp_g + xp_e] << (8 * xp_e);",
           "        xp_bv |= (unsigned)(uint8_t)xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li] << (8 * xp_e);",
           "    }",
-          "    xp_acc = __builtin_amdgcn_mfma_i32_16x16x16i8((int)xp_a, (int)xp_bv, xp_acc, 0, 0, 0);"]
+          "    xp_acc = __builtin_amdgcn_mfma_i32_16x16x16i8((int)xp_a, (int)xp_bv, xp_acc, 0, 0, 0);"],
+          MV.plain_i8())
     if unsigned_a:
         L += ["    for (int xp_kk = 0; xp_kk < 16; ++xp_kk) {",
               "        xp_cs += (unsigned)xp_Bs[xp_kk * 16 + xp_li];",
