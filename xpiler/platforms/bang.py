@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import blank_noncode, compile_cached, content_key, emulator_cxx, tree_digest, which
+from ..verify.variants import flags as variant_flags
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, rename_entry
 
 BANG_RUNTIME = RUNTIME_DIR / "bang"
@@ -295,14 +296,14 @@ class BangPlatform:
             flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g"]
         return flags
 
-    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool) -> Path:
+    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool, defines: dict[str, str] | None = None) -> Path:
         if not _gxx():
             raise XPError("XP2004", what="bang", why="g++ not found")
         src = Path(src)
         # a kernel named exp/sin/abs is renamed for the build (no clash with libm; harness.py)
         prepared = self.prepare(rename_entry(src.read_text(), spec.entry), src.name)
         main = main_source(spec, "kernel.prepared.cpp", callee=harness_callee(src.read_text(), spec.entry))
-        flags = self.compile_flags(sanitize)
+        flags = self.compile_flags(sanitize) + variant_flags(defines)
         cxx = emulator_cxx()
         key = content_key("bang", cxx, prepared, main, " ".join(flags), tree_digest(BANG_RUNTIME),
                           tree_digest(COMMON_INCLUDE))

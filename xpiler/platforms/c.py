@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import compile_cached, content_key, tree_digest, which
+from ..verify.variants import flags as variant_flags
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, poison_locals_flags, rename_entry
 from .prelude import cxx_reason, prepare_c
 
@@ -90,7 +91,8 @@ class CPlatform:
             flags += ["-fsanitize=address", "-fno-omit-frame-pointer", "-g", "--param=asan-use-after-return=0"]
         return flags
 
-    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool, timing: int = 0) -> Path:
+    def build(self, src: Path, spec, workdir: Path, *, sanitize: bool, timing: int = 0,
+              defines: dict[str, str] | None = None) -> Path:
         if not which("gcc"):
             raise XPError("XP2004", what="c", why="gcc not found")
         src = Path(src)
@@ -105,11 +107,12 @@ class CPlatform:
                 raise XPError("XP2004", what="c (C++ source)", why="g++ not found")
             main = main_source(spec, "kernel.cpp", cxx=True, timing=timing, callee=harness_callee(text, spec.entry))
             files = {"kernel.cpp": text, "main.cpp": main}
-            argv = ["g++", "-std=gnu++17", *self._flags(sanitize, timing), "main.cpp", "-o", "run", "-lm"]
+            argv = ["g++", "-std=gnu++17", *self._flags(sanitize, timing), *variant_flags(defines), "main.cpp", "-o",
+                    "run", "-lm"]
         else:
             main = main_source(spec, "kernel.c", cxx=False, timing=timing)
             files = {"kernel.c": text, "main.c": main}
-            argv = ["gcc", *self._flags(sanitize, timing), "main.c", "-o", "run", "-lm"]
+            argv = ["gcc", *self._flags(sanitize, timing), *variant_flags(defines), "main.c", "-o", "run", "-lm"]
         key = content_key("c", *files.values(), " ".join(argv), tree_digest(RUNTIME_DIR / "common"))
         return compile_cached(key, files, argv, "XP2003", src)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..diagnostics import XPError
 from .base import blank_noncode, cache_root, compile_cached, content_key, emulator_cxx, tree_digest, which
+from ..verify.variants import flags as variant_flags
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, harness_entry, main_source, poison_locals_flags, rename_entry
 
 SIMT_DIR = RUNTIME_DIR / "simt"
@@ -417,14 +418,15 @@ class SimtPlatform:
         return flags
 
     def build(self, src: Path, spec, workdir: Path, *, sanitize: bool, gpu: bool = False,
-              timing: bool = False) -> Path:
+              timing: bool = False, defines: dict[str, str] | None = None) -> Path:
         """Compile ``src`` with the harness main into an executable ``exe <jobdir>``.
 
         ``gpu=True`` builds for the NVIDIA GPU found by ``nvidia-smi`` instead (nvcc, real device
         memory, every CUDA call checked; with ``timing`` it prints ``xpiler-time-ms: <median>``).
+        ``defines`` fixes ``XP_USE_*`` guards (``xpiler/verify/variants.py``).
         """
         if gpu:
-            return self.build_gpu(src, spec, workdir, timing=timing)
+            return self.build_gpu(src, spec, workdir, timing=timing, defines=defines)
         if not which(emulator_cxx()):
             raise XPError("XP2004", what=f"{self.dialect} emulator", why=f"{emulator_cxx()} not found")
         src = Path(src)
@@ -432,7 +434,7 @@ class SimtPlatform:
         self.notes = []   # the emulator's forced include (xp_simt.h) provides every standard header
         prepared = self.prepare(text, str(src))
         main = main_source(spec, "kernel.prepared.cpp", callee=harness_callee(text, spec.entry))
-        flags = self.emu_flags(sanitize)
+        flags = self.emu_flags(sanitize) + variant_flags(defines)
         cxx = emulator_cxx()
         key = content_key("simt-emu", self.dialect, cxx, prepared, main, " ".join(flags), tree_digest(SIMT_DIR),
                           tree_digest(COMMON_INCLUDE))
@@ -515,7 +517,8 @@ class SimtPlatform:
         ]
         return "\n".join(lines)
 
-    def build_gpu(self, src: Path, spec, workdir: Path, *, timing: bool = False) -> Path:
+    def build_gpu(self, src: Path, spec, workdir: Path, *, timing: bool = False,
+                  defines: dict[str, str] | None = None) -> Path:
         if not which("nvcc"):
             raise XPError("XP2004", what="NVIDIA GPU build", why="nvcc not found")
         src = Path(src)
@@ -530,7 +533,8 @@ class SimtPlatform:
         body = include_block(needs) + f'#line 1 "{src}"\n' + rename_entry(text, spec.entry)
         main = self.gpu_main_source(spec, kernel_name, timing=timing, callee=harness_callee(text, spec.entry))
         arch = os.environ.get("XPILER_CUDA_ARCH", "sm_90")
-        argv = ["nvcc", "-O3", f"-arch={arch}", "-std=c++17", "-x", "cu", f"-I{COMMON_INCLUDE}", f"-I{SIMT_DIR}"]
+        argv = ["nvcc", "-O3", f"-arch={arch}", "-std=c++17", "-x", "cu", f"-I{COMMON_INCLUDE}", f"-I{SIMT_DIR}",
+                *variant_flags(defines)]
         if self.dialect == "hip":
             argv.append(f"-I{SIMT_DIR / 'gpu_include'}")
         argv += ["main.cu", "-o", "run"]

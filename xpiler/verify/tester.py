@@ -27,6 +27,7 @@ from ..sandbox import classify_asan, run_limited
 from ..spec import Instance, Spec, load_spec, default_spec_path
 from .inputs import flavour, make_inputs
 from .oracle import reference_outputs, kernel_outputs_as_expected
+from .variants import label as variant_label, variants
 
 DEFAULT_SEEDS = (0, 1, 2)
 #: build failures where a compiler rejected the code (XP2004, a missing toolchain, is not one)
@@ -254,21 +255,25 @@ class _Runner:
     """Builds one kernel and runs it on jobs."""
 
     def __init__(self, src: Path, spec: Spec, sanitize: bool, workroot: Path, timeout: float, mem_mb: int,
-                 emulator: bool = False):
+                 emulator: bool = False, defines: dict[str, str] | None = None):
         self.src, self.spec = Path(src), spec
         self.platform = get_platform(spec.dialect)
         self.sanitize = sanitize
         self.timeout, self.mem_mb = timeout, mem_mb
         self.workroot = workroot
-        self.substrate = self.platform.substrate()
+        # one value of each XP_USE_* guard (variants.py); the plain build where there is none
+        extra = {"defines": defines} if defines else {}
+        self.substrate = (self.platform.substrate_for(defines) if defines and hasattr(self.platform, "substrate_for")
+                          else self.platform.substrate())
         gpu = None if emulator else gpu_substrate(spec.dialect)
         if gpu:
             # a real GPU is the best substrate for cuda: nvcc for the device, every CUDA call checked
             self.sanitize = False
-            self.exe = self.platform.build(self.src, spec, workroot, sanitize=False, gpu=True)
+            self.exe = self.platform.build(self.src, spec, workroot, sanitize=False, gpu=True, **extra)
             self.substrate = gpu
         else:
-            self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize)
+            self.exe = self.platform.build(self.src, spec, workroot, sanitize=sanitize, **extra)
+        self.substrate += variant_label(defines)
         self.notes = list(getattr(self.platform, "notes", None) or [])
 
     def run(self, inst: Instance, arrays: dict[str, np.ndarray], tag: str, seed: int = 0,
@@ -364,14 +369,18 @@ def compare_kernels(candidate: str | Path, cand_spec: Spec | str | Path | None =
                                                "kernel was given to compare with", "-", -1))
             return verdict
         try:
-            runner = _Runner(candidate, spec, sanitize, workroot, timeout, mem_mb)
-            runners = [runner]
+            # every value of every XP_USE_* guard is built and tested: the compiler of the user's
+            # target may take a path the one here would not (variants.py)
+            builds = variants(Path(candidate).read_text(errors="replace")) or [None]
+            runners = [_Runner(candidate, spec, sanitize, workroot, timeout, mem_mb, defines=d) for d in builds]
+            runner = runners[0]
             if runner.substrate.startswith("hw:nvidia") and os.environ.get("XPILER_SUBSTRATE", "auto") != "hw" \
                     and emulator_beside_gpu:
                 # a GPU run has no AddressSanitizer and one (the hardware's) thread schedule: a race,
                 # a dropped barrier or an out-of-bounds read inside an allocation goes unseen there.
                 # The emulator (ASan, seeded schedules) runs the same tests beside it; both must pass.
-                runners.append(_Runner(candidate, spec, sanitize, workroot, timeout, mem_mb, emulator=True))
+                runners += [_Runner(candidate, spec, sanitize, workroot, timeout, mem_mb, emulator=True, defines=d)
+                            for d in builds]
             verdict.substrate = " + ".join(r.substrate for r in runners)
             verdict.notes = [n for r in runners for n in r.notes]
             verdict.sanitized = any(r.sanitize for r in runners)     # no AddressSanitizer on a GPU build
