@@ -394,7 +394,7 @@ def splice(program, func, g: Gemm, make_body, prefix, includes=("<stdlib.h>", "<
     from xpiler.frontend import parse_text
     from xpiler.printers import print_program
     used = {n.name for n in walk(func) if isinstance(n, (N.Var, N.Decl))} | {p.name for p in func.params}
-    clash = sorted(n for n in used if n.startswith(prefix))
+    clash = sorted(n for n in used if n.startswith(prefix))      # prefix: a string or a tuple of them
     if clash:
         raise Refused(f"the kernel already uses the name '{clash[0]}' the form declares", g.root)
     marker = N.Raw("/*XP_GEMM*/")

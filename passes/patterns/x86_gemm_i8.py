@@ -23,6 +23,10 @@ It becomes, per batch, NC-wide column block and KC-deep slice of k (KC a multipl
   summed into each int32 lane, non-saturating); then ``- cs`` (signed A), the first slice from
   zero, later slices add to C (masked load); masked stores.
 
+The whole form sits in the ``#else`` side of a compile-time variant: under ``XP_USE_AMX`` (1 where the
+compiler targets AMX) an AMX tile path runs first and the VNNI block only where it did not run
+(the kernel refused the tile state): :mod:`passes.patterns.x86_gemm_amx`.
+
 Exactness (docs/passes/tensorize.md, "int8"): every int32 operation used (vpdpbusd, vpsubd,
 vpaddd) wraps modulo 2^32, so each stored element is congruent mod 2^32 to
 ``sum_k (a_k + 128) b_k - 128 sum_k b_k = sum_k a_k b_k``, the exact sum. The source's int32 sum
@@ -46,6 +50,7 @@ from xpiler.ir.visit import walk
 from . import simt_tile as ST
 from . import x86_delin as XD
 from . import x86_gemm as XG
+from . import x86_gemm_amx as XA
 from .x86_gemm import Refused
 
 #: (micro, kc) pairs tensorize's candidates() offers for an int8 contraction; kc counts k elements
@@ -203,9 +208,9 @@ def body_text(ig: Int8Gemm, t: XG.Tile, original: str) -> str:
     at = "int8_t" if ig.signed_a else "uint8_t"
     flip = "(int32_t)0x80808080u" if ig.signed_a else "0"
 
-    def off(co):
+    def off(co, prefix=P):
         s = XG._L(co.get(""))
-        return s if "b" not in co else f"{s} + {P}b * {XG._L(co['b'])}"
+        return s if "b" not in co else f"{s} + {prefix}b * {XG._L(co['b'])}"
 
     def masks(ind, base):
         for v in range(nv):
@@ -348,11 +353,23 @@ def body_text(ig: Int8Gemm, t: XG.Tile, original: str) -> str:
     w(f"    free({P}bp);")
     w(f"    free({P}cs);")
     w("}")
-    return "\n".join(L)
+    # the AMX tile path (x86_gemm_amx.py) first, under its guard; the VNNI block where it did not run
+    amx = XA.body_text(M=XG._t(ct.M), N=XG._t(ct.N_), K=XG._t(ct.K), batch=batch, lda=lda, ldb=ldb, ldc=ldc,
+                       a_ptr=f"{ct.A} + ({off(g.a, XA.P)})", b_ptr=f"{ct.B} + ({off(g.b, XA.P)})",
+                       c_ptr=f"{ct.C} + ({off(g.c, XA.P)})", a_type=at, signed_a=ig.signed_a)
+    L[0] += f"; under {XA.GUARD}, AMX tiles first ({XA.DP[ig.signed_a]}, 32 x 32 blocks of C)"
+    return "\n".join([L[0], "{", XA.wrap("\n".join(L[1:]), amx), "}"])
 
 
 def rewrite_program(program, func, t: XG.Tile):
-    """The program with ``func``'s int8 contraction nest replaced by the VNNI register-tiled form."""
+    """The program with ``func``'s int8 contraction nest replaced by the VNNI register-tiled form (and its
+    AMX variant)."""
     ig = analyse(program, func)
-    return XG.splice(program, func, ig.g, lambda nest: body_text(ig, t, nest), P,
-                     includes=("<stdlib.h>", "<string.h>", "<stdint.h>", "<immintrin.h>"))
+    out = XG.splice(program, func, ig.g, lambda nest: body_text(ig, t, nest), (P, XA.P),
+                    includes=("<stdlib.h>", "<string.h>", "<stdint.h>", "<immintrin.h>"))
+    return XA.add_head(out)
+
+
+def ops_of(program, func) -> tuple:
+    """The intrinsics the form writes for ``func``: the VNNI path's and the AMX path's."""
+    return OPS + XA.ops(analyse(program, func).signed_a)

@@ -4,6 +4,11 @@ Substrate ``hw:cpu-avx512vnni`` when the CPU has AVX-512 VNNI (the examples' dpb
 run natively), otherwise ``emu:simde-cpu``: an ``immintrin.h`` wrapper that adds SIMD
 Everywhere's portable implementations.  ``XPILER_C_SUBSTRATE=simde`` forces the portable path.
 
+Variants (``xpiler/verify/variants.py``): a build with ``XP_USE_AMX=1`` (the AMX tile path of an int8
+contraction, passes/patterns/x86_gemm_amx.py) runs natively only on a CPU with AMX-TILE and
+AMX-INT8 (substrate ``hw:cpu-amx``); elsewhere it is built for ``emu:simde-cpu``, whose wrapper
+emulates the tiles (runtime/c/simde/xp_amx_tiles.h), even on a CPU with AVX-512 VNNI.
+
 A c-dialect source written as C++ (``.cpp/.cc/.cxx``, or C++-only spellings such as
 ``extern "C"``, ``static_cast`` or ``std::exp``) is compiled with g++; standard headers the
 source uses without including them are put before its ``#line 1`` (platforms/prelude.py).
@@ -33,6 +38,14 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+#: /proc/cpuinfo flags of the AMX tile instructions the int8 tile path uses
+AMX_FLAGS = {"amx_tile", "amx_int8"}
+
+
+def _wants_amx(defines) -> bool:
+    return str((defines or {}).get("XP_USE_AMX", "0")) == "1"
+
+
 def simde_available() -> bool:
     return any(Path(p, "simde/x86/avx512.h").is_file() for p in ("/usr/include", "/usr/local/include"))
 
@@ -41,15 +54,25 @@ class CPlatform:
     dialect = "c"
     notes: list = []   # XP2006/XP2007 notes of the last build (headers added, built as C++)
 
-    def _mode(self) -> str:
+    def _mode(self, defines: dict[str, str] | None = None) -> str:
         forced = os.environ.get("XPILER_C_SUBSTRATE", "").lower()
+        flags = cpu_flags()
+        if _wants_amx(defines) and forced != "simde":
+            # the AMX path runs natively only where the CPU has the tiles; a native build of it
+            # elsewhere would fall back to VNNI at run time (arch_prctl refused) and test nothing
+            return "native" if AMX_FLAGS | {"avx512f", "avx512_vnni"} <= flags else "simde"
         if forced in ("simde", "native"):
             return forced
-        flags = cpu_flags()
         return "native" if {"avx512f", "avx512_vnni"} <= flags else "simde"
 
     def substrate(self) -> str:
         return "hw:cpu-avx512vnni" if self._mode() == "native" else "emu:simde-cpu"
+
+    def substrate_for(self, defines: dict[str, str] | None) -> str:
+        """The substrate of a build with these ``XP_USE_*`` values (the verifier adds the label)."""
+        if self._mode(defines) != "native":
+            return "emu:simde-cpu"
+        return "hw:cpu-amx" if _wants_amx(defines) else "hw:cpu-avx512vnni"
 
     def doctor(self) -> list[tuple[str, bool, str]]:
         gcc = which("gcc")
@@ -57,7 +80,7 @@ class CPlatform:
         rows = [("hw:cpu-avx512vnni", bool(gcc) and {"avx512f", "avx512_vnni"} <= flags,
                  "gcc -march=native; CPU has AVX-512 VNNI" if {"avx512f", "avx512_vnni"} <= flags
                  else "this CPU lacks AVX-512 VNNI"),
-                ("hw:cpu-amx", bool(gcc) and "amx_tile" in flags, "AMX tiles" if "amx_tile" in flags else "no AMX"),
+                ("hw:cpu-amx", bool(gcc) and AMX_FLAGS <= flags, "AMX tiles (int8)" if AMX_FLAGS <= flags else "no AMX"),
                 ("emu:simde-cpu", bool(gcc) and simde_available(),
                  "SIMD Everywhere found" if simde_available() else "apt-get install libsimde-dev")]
         if not gcc:
@@ -71,8 +94,8 @@ class CPlatform:
     def is_cxx(self, src: Path) -> bool:
         return bool(cxx_reason(Path(src).read_text(), str(src)))
 
-    def _flags(self, sanitize: bool, timing: int = 0) -> list[str]:
-        mode = self._mode()
+    def _flags(self, sanitize: bool, timing: int = 0, defines: dict[str, str] | None = None) -> list[str]:
+        mode = self._mode(defines)
         flags = ["-O2", "-fopenmp", "-w", f"-I{COMMON_INCLUDE}"]
         if mode == "native":
             flags.append("-march=native")
@@ -107,13 +130,15 @@ class CPlatform:
                 raise XPError("XP2004", what="c (C++ source)", why="g++ not found")
             main = main_source(spec, "kernel.cpp", cxx=True, timing=timing, callee=harness_callee(text, spec.entry))
             files = {"kernel.cpp": text, "main.cpp": main}
-            argv = ["g++", "-std=gnu++17", *self._flags(sanitize, timing), *variant_flags(defines), "main.cpp", "-o",
-                    "run", "-lm"]
+            argv = ["g++", "-std=gnu++17", *self._flags(sanitize, timing, defines), *variant_flags(defines),
+                    "main.cpp", "-o", "run", "-lm"]
         else:
             main = main_source(spec, "kernel.c", cxx=False, timing=timing)
             files = {"kernel.c": text, "main.c": main}
-            argv = ["gcc", *self._flags(sanitize, timing), *variant_flags(defines), "main.c", "-o", "run", "-lm"]
-        key = content_key("c", *files.values(), " ".join(argv), tree_digest(RUNTIME_DIR / "common"))
+            argv = ["gcc", *self._flags(sanitize, timing, defines), *variant_flags(defines), "main.c", "-o", "run", "-lm"]
+        # the SIMDe wrapper is part of an emulated build (its tile emulation, masked loads, ...)
+        key = content_key("c", *files.values(), " ".join(argv), tree_digest(RUNTIME_DIR / "common"),
+                          tree_digest(SIMDE_WRAPPER) if "-I" + str(SIMDE_WRAPPER) in argv else "")
         return compile_cached(key, files, argv, "XP2003", src)
 
     def compile_check(self, src: Path, *, arch: str | None = None) -> dict:

@@ -130,5 +130,7 @@ static inline void xp_stream_ps(void *p, simde__m512 v) {
   memcpy(p, &v, sizeof v);
 }
 #define _mm512_stream_ps xp_stream_ps
+/* AMX tiles (_tile_loadd, _tile_dpbssd, ...): a register file of our own, xp_amx_tiles.h */
+#include "xp_amx_tiles.h"
 
 #endif /* XP_SIMDE_IMMINTRIN_WRAPPER */
