@@ -285,3 +285,15 @@ def test_begin_end_chunks_with_absolute_offsets_collapse(tmp_path):
     assert len(loops) == 1 and loops[0].hi == N.Var("n") and not arrays(new)
     for n in (0, 3, 200):
         run_both(BEGIN_END_CHUNKS, BLOCK4, tmp_path, n)
+
+
+def test_more_tasks_than_the_tiling_proof_unrolls_is_refused_at_once():
+    # the proof writes a term per task into each query: 4096 tasks held a tuning search for
+    # minutes (2026-12-06); above MAX_UNROLLED_TASKS the collapse is refused, and quickly
+    import time
+    from xpiler.passes.task_slices import MAX_UNROLLED_TASKS
+    t0 = time.monotonic()
+    why = why_not(BEGIN_END, {"dim": [4096, 1, 1], "func_type": "block"})
+    assert f"above {MAX_UNROLLED_TASKS}" in why and time.monotonic() - t0 < 20
+    new = recover(BEGIN_END, "bang", {"dim": [MAX_UNROLLED_TASKS, 1, 1], "func_type": "block"})
+    assert len(top_loops(new)) == 1      # at the cap it still collapses

@@ -201,3 +201,21 @@ void k(float* a, int n) {
     assert D.check_parallel(p, f, find_loop(f, "i")) is not None
     monkeypatch.setattr(D._Terms, "opaque", lambda self, e, depth: self.int(e.lhs, depth + 1))
     assert D.check_parallel(p, f, find_loop(f, "i")) is None
+
+
+def test_a_query_made_past_the_searchs_cap_answers_unknown_at_once():
+    import time
+    import z3
+    from xpiler.ir import smt
+    x, y = z3.Ints("x y")
+    with smt.until(time.monotonic() - 1):
+        s = smt.solver(2000)
+        s.add(x * x + y * y == 25, x > 0, y > 0)
+        assert s.check() == z3.unknown
+    s = smt.solver(2000)                   # the cap ends with its block
+    s.add(x * x + y * y == 25, x > 0, y > 0)
+    assert s.check() == z3.sat
+    with smt.until(time.monotonic() + 60):  # before the cap: the normal budget
+        s = smt.solver(2000)
+        s.add(x * x + y * y == 25, x > 0, y > 0)
+        assert s.check() == z3.sat

@@ -18,18 +18,44 @@ net is reached only below about a fifteenth of a core.
 :data:`RLIMIT_PER_MS`: Z3 resource units per millisecond of budget. Measured on the 2-core
 development host (2026-12-03, one non-linear query): 4.4–6 million units per second of CPU; 8000
 per ms gives each query about the CPU time its old timeout gave on an idle machine, or more.
+
+:func:`until` is the tuner's wall-clock cap for the analyses: a search step applies passes in the
+tuner's own process, and one slow proof there (a 4096-task tiling proof took minutes, 2026-12-06)
+held a 90 s search for many minutes. Inside ``with until(t_end)``, a solver made after ``t_end``
+gets no budget at all (its query answers unknown at once, so the pass refuses: a refusal is never
+a wrong rewrite), and before ``t_end`` nothing changes, so a search's answers do not depend on
+how close to the cap a proof ran.
 """
 from __future__ import annotations
+
+import time
+from contextlib import contextmanager
 
 import z3
 
 RLIMIT_PER_MS = 8000
 WALL_FACTOR = 30
+_deadline: float | None = None       # time.monotonic() past which a new query gets no budget
+
+
+@contextmanager
+def until(t_end: float):
+    """Queries made after ``t_end`` (``time.monotonic()``) inside this block answer unknown at once."""
+    global _deadline
+    old, _deadline = _deadline, t_end if _deadline is None else min(_deadline, t_end)
+    try:
+        yield
+    finally:
+        _deadline = old
 
 
 def limit(solver, budget_ms: int):
     """Set ``solver``'s resource budget for ``budget_ms`` milliseconds (and the safety timeout);
     returns the solver."""
+    if _deadline is not None and time.monotonic() >= _deadline:
+        solver.set("rlimit", 1)          # (0 would mean no limit)
+        solver.set("timeout", 1)
+        return solver
     solver.set("rlimit", int(budget_ms * RLIMIT_PER_MS))
     solver.set("timeout", int(budget_ms * WALL_FACTOR))
     return solver

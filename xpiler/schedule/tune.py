@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Generator
 
+from ..ir import smt
 from .evaluator import Evaluation
 from .mcts import MCTS, SearchResult
 from .routes_tasks import recovery_start, retask_steps, task_route
@@ -253,14 +254,18 @@ class MCTSStrategy:
         rounds = mcts.rounds(root, Evaluation(root.key, True, root_eval.latency_ms, source), budget_s=left,
                              max_evals=self.max_evals, batch=self.batch, min_round_s=max(MIN_ROUND_S, root_took))
         answer = None
-        while True:
-            try:
-                todo = rounds.send(answer)
-            except StopIteration as stop:
-                res: SearchResult = stop.value
-                break
-            outcomes = yield self._proposals(todo, deadline)
-            answer = [o.evaluation for o in outcomes]
+        # past the cap, the analyses of a step being expanded or applied refuse at once (smt.until):
+        # a slow proof must not hold the search past its budget; cleared before the chosen steps
+        # are re-applied
+        with smt.until(t0 + self.budget_s):
+            while True:
+                try:
+                    todo = rounds.send(answer)
+                except StopIteration as stop:
+                    res: SearchResult = stop.value
+                    break
+                outcomes = yield self._proposals(todo, deadline)
+                answer = [o.evaluation for o in outcomes]
         return (yield from self._choose(res, root, root_eval))
 
     def _choose(self, res: SearchResult, root, root_eval: Evaluation):
