@@ -2,8 +2,16 @@
 """int8 gemm on this CPU, one thread, side by side in one run: PyTorch CPU's oneDNN int8 matmul,
 numpy (int32 matmul) and c outputs of xpiler (each a ``*.c`` file with its ``*.c.toml`` spec).
 
-    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/gemm_int8_cpu.py LABEL=FILE.c ... \\
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python benchmarks/gemm_int8_cpu.py LABEL=FILE.c[@NAME=V,...] ... \\
         [--sizes 512,1024] [--repeats 10] [--rounds 5] [--json benchmarks/results/X.json]
+
+``@XP_USE_AMX=1`` builds that output with those compile-time variant values (-D flags; the c
+platform's ``build(defines=...)``, xpiler/verify/variants.py), so one output's AMX and VNNI paths
+are timed side by side: ``amx=out.c@XP_USE_AMX=1 vnni=out.c@XP_USE_AMX=0``. Each row names its
+substrate (``hw:cpu-amx``, ``hw:cpu-avx512vnni``; an ``emu:`` row is no timing). Whether this
+machine's Linux grants a process the AMX tile state is probed once in a child process (the AMX
+path asks the same and takes its VNNI path when refused, so an "amx" row where it is refused
+times VNNI): the line ``AMX:`` says which.
 
 The computation compared: A int8 [M][K] times B int8 [K][N], exact products summed in int32
 (C[i][j] = sum_k A[i][k] * B[k][j]). Each c output is built natively (the c platform's build:
@@ -67,6 +75,33 @@ def onednn_line() -> str | None:
     return None
 
 
+AMX_PROBE = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(158, 0x1023, 18)        # SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+print(r, ctypes.get_errno())
+"""
+
+
+def amx_line() -> str:
+    """Whether this CPU has the AMX int8 tiles and Linux grants a process their state."""
+    from xpiler.platforms.c import AMX_FLAGS, cpu_flags
+    has = AMX_FLAGS <= cpu_flags()
+    r = subprocess.run([sys.executable, "-c", AMX_PROBE], capture_output=True, text=True, timeout=60)
+    got = r.stdout.split()
+    granted = bool(got) and got[0] == "0"
+    why = "granted" if granted else f"refused (return {got[0] if got else '?'}, errno {got[1] if got else '?'})"
+    return f"CPU flags amx_tile+amx_int8: {'yes' if has else 'no'}; arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) {why}"
+
+
+def parse_output(item: str):
+    """``LABEL=PATH[@NAME=V,...]`` -> (label, path, defines or None)."""
+    label, rest = item.split("=", 1)
+    path, _, defs = rest.partition("@")
+    defines = dict(d.split("=", 1) for d in defs.split(",")) if defs else None
+    return label, path, defines
+
+
 def main() -> int:
     from cpu_perf import timeit
     from xpiler.platforms import get_platform
@@ -75,7 +110,7 @@ def main() -> int:
     from xpiler.spec import load_spec
     from xpiler.verify.inputs import make_inputs
     ap = argparse.ArgumentParser()
-    ap.add_argument("outputs", nargs="+", help="LABEL=path/to/output.c")
+    ap.add_argument("outputs", nargs="+", help="LABEL=path/to/output.c[@XP_USE_AMX=1,...]")
     ap.add_argument("--sizes", default="512")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
@@ -93,19 +128,21 @@ def main() -> int:
           f"torch.set_num_threads(1), OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}); "
           f"numpy {np.__version__}, torch {torch.__version__}")
     print(f"int8 baseline: {tname}")
+    amx = amx_line()
+    print(f"AMX: {amx}")
     load0 = os.getloadavg()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load0)}")
     print(f"rounds: {a.rounds}, each a median of {a.repeats} calls after 3 warm-ups; table: median over rounds")
     print("| M=N=K | what | C | ms (median) | ms (min–max of rounds) | GOP/s | oneDNN/this | numpy/this | exact |")
     print("|---|---|---|---|---|---|---|---|---|")
     record = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "substrate": plat.substrate(),
-              "torch": torch.__version__, "numpy": np.__version__, "int8_baseline": tname,
+              "torch": torch.__version__, "numpy": np.__version__, "int8_baseline": tname, "amx": amx,
               "load_before": load0, "rounds": a.rounds, "repeats": a.repeats, "sizes": {}}
     for size in (int(s) for s in a.sizes.split(",")):
         flop = 2.0 * size ** 3
-        runs, arrays, notes = [], None, {}
+        runs, arrays, notes, subs = [], None, {}, {}
         for item in a.outputs:
-            label, path = item.split("=", 1)
+            label, path, defines = parse_output(item)
             c = Path(path)
             spec = load_spec(c.with_name(c.name + ".toml"))
             sizes = dict(spec.sizes)
@@ -115,7 +152,8 @@ def main() -> int:
                 continue
             spec.shapes = [{"name": "perf", **sizes}]
             inst = spec.instances(["perf"])[0]
-            exe = plat.build(c, spec, work, sanitize=False, timing=a.repeats)
+            exe = plat.build(c, spec, work, sanitize=False, timing=a.repeats, defines=defines)
+            subs[label] = plat.substrate_for(defines) if defines else plat.substrate()
             arrs = make_inputs(inst, 0)      # seed 0
             jd = work / f"job-{label.replace(':', '_')}-{size}"
             write_job(jd, inst, arrs)
@@ -153,7 +191,7 @@ def main() -> int:
                 exact[label] = "yes" if ok else f"NO (max diff {np.max(np.abs(out.astype(np.float64) - ref)):.3g})"
         med = {k: statistics.median(v) for k, v in times.items() if v}
         names = {"onednn": "torch._int_mm (s8s8s32)", "onednn+float": "torch._int_mm(...).float()",
-                 "numpy": "numpy A32 @ B32"}
+                 "numpy": "numpy A32 @ B32", **{k: f"{k} ({v})" for k, v in subs.items()}}
         rows = []
         nmed = med.get("numpy", float("nan"))
         for k in ["onednn", "onednn+float", "numpy"] + [r[0] for r in runs]:
@@ -162,7 +200,8 @@ def main() -> int:
                 print(f"| {size} | {k} | {cdt} | {exact.get(k, '')} | | | | | |")
                 continue
             base = med["onednn+float"] if cdt == "float32" else med["onednn"]
-            rows.append({"what": names.get(k, k), "C": cdt, "ms_median": med[k], "ms_rounds": times[k],
+            rows.append({"what": names.get(k, k), "substrate": subs.get(k), "C": cdt, "ms_median": med[k],
+                         "ms_rounds": times[k],
                          "onednn_over_this": base / med[k], "numpy_over_this": nmed / med[k],
                          "exact": exact.get(k, "-")})
             print(f"| {size} | {names.get(k, k)} | {cdt} | {med[k]:.3f} | {min(times[k]):.3f}–{max(times[k]):.3f} | "

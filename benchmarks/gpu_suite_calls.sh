@@ -20,6 +20,9 @@
 #   CALL=9 CPU=c_outs INT8="new:x.cu=d/x.c" bash benchmarks/gpu_suite_calls.sh
 #                                                  # this machine's CPU: c outputs vs numpy / PyTorch CPU, one
 #                                                  # thread (cpu_perf.py), int8 gemm vs oneDNN (gemm_int8_cpu.py)
+#   CALL=10 bash benchmarks/gpu_suite_calls.sh     # this machine's CPU: gemm_int8_flat.cu -> c made here, tested
+#                                                  # natively (XP_USE_AMX=1 and =0 builds), then its AMX and VNNI
+#                                                  # paths vs oneDNN int8, one thread (SIZES=512,1024)
 # Written 2026-12-05 (fifteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -81,4 +84,13 @@ case "${CALL:-1}" in
    [ -n "${INT8:-}" ] && OMP_NUM_THREADS=1 timeout "${INT8_S:-150}" python3 benchmarks/gemm_int8_cpu.py $INT8 \
        --sizes 512 --rounds 3 --repeats 10 --json "$OUT/gemm_int8_cpu.json" > "$OUT/gemm_int8_cpu.txt" 2>&1
    tail -12 "$OUT/gemm_int8_cpu.txt" 2>/dev/null ;;
+10) lscpu | grep -E "Model name"; grep -o 'avx512_vnni\|amx_int8\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+   gcc --version | head -1; uname -r
+   timeout "${LIMIT:-200}" python3 -m xpiler migrate examples/wild/gemm/gemm_int8_flat.cu --to c -o "$W/amx" \
+       > "$OUT/amx_migrate.txt" 2>&1; tail -2 "$OUT/amx_migrate.txt"
+   f="$W/amx/gemm_int8_flat.c"; cp "$f" "$OUT/" 2>/dev/null
+   timeout "${TEST_S:-200}" python3 -m xpiler test "$f" --spec "$f.toml" > "$OUT/amx_test.txt" 2>&1; head -2 "$OUT/amx_test.txt"
+   OMP_NUM_THREADS=1 timeout "${INT8_S:-200}" python3 benchmarks/gemm_int8_cpu.py "amx=$f@XP_USE_AMX=1" \
+       "vnni=$f@XP_USE_AMX=0" --sizes "${SIZES:-512,1024}" --rounds 3 --repeats 10 --no-numpy \
+       --json "$OUT/gemm_int8_amx.json" > "$OUT/gemm_int8_amx.txt" 2>&1; tail -14 "$OUT/gemm_int8_amx.txt" ;;
 esac
