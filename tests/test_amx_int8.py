@@ -22,6 +22,17 @@ from test_x86_gemm_i8 import FLAT, GEMM, U8S8
 needs_emulator = pytest.mark.skipif(not (shutil.which("gcc") and simde_available()),
                                     reason="needs gcc and SIMD Everywhere (libsimde-dev)")
 
+
+def _cpu():
+    from xpiler.platforms.c import cpu_flags
+    return cpu_flags()
+
+
+# the XP_USE_AMX=1 build runs natively on a CPU with the tiles, else on the emulated substrate
+amx_or_emulator = pytest.mark.skipif(not (shutil.which("gcc") and (simde_available() or
+                                                                   {"amx_tile", "amx_int8"} <= _cpu())),
+                                     reason="needs gcc and AMX tiles or SIMD Everywhere (libsimde-dev)")
+
 # the tile shapes of the dot-product check: C 5 x 6 int32 (colsb 24), A 5 rows x 3 k-groups
 # (colsb 12), B 3 groups x 6 columns x 4 bytes (colsb 24); the operands sit in wider arrays
 ROWS, NG, NC = 5, 3, 6
@@ -167,7 +178,7 @@ def _verify_flat(text, tmp: Path):
                            derive_boundaries=False)
 
 
-@needs_emulator
+@amx_or_emulator
 def test_the_amx_build_verifies_and_a_wrong_tile_step_fails():
     text = print_program(_tensorized(FLAT, "gemm_s8s32", "gemm_int8_flat.c"), "c")
     tmp = Path(tempfile.mkdtemp(prefix="xp-amx-v-"))
@@ -181,11 +192,6 @@ def test_the_amx_build_verifies_and_a_wrong_tile_step_fails():
     assert bad != text
     w = _verify_flat(bad, Path(tempfile.mkdtemp(prefix="xp-amx-bad-")))
     assert not w.verified
-
-
-def _cpu():
-    from xpiler.platforms.c import cpu_flags
-    return cpu_flags()
 
 
 def test_the_amx_build_is_emulated_without_amx_tiles(monkeypatch):
