@@ -5,10 +5,10 @@ the LDS tiles under ``#else``; the second path builds for RDNA3 (gfx1100) and ve
 import pytest
 
 import xpiler.verify.tester as T
-from xpiler.ir import nodes as N
 from xpiler.passes import tensorize
 from xpiler.platforms.hip import HipPlatform
 from xpiler.printers import print_program
+from xpiler.verify.variants import variants
 
 from _simt_tile_util import bound, verify
 
@@ -60,20 +60,22 @@ class _Wave32Hip(HipPlatform):
     wave = 32
 
 
-def test_plain_path_verifies_in_wave32_and_mfma_path_in_wave64(gemm_hip, monkeypatch):
+def _only(value, monkeypatch):
+    """The verifier builds only XP_USE_MFMA=value (it builds every value otherwise)."""
+    monkeypatch.setattr(T, "variants", lambda text: [d for d in variants(text) if d.get("XP_USE_MFMA") == value])
+
+
+def test_both_paths_verify_in_wave64_and_the_plain_one_in_wave32(gemm_hip, monkeypatch):
     src, q, launch, text = gemm_hip
-    v = verify(q, src, "hip", launch, instances=["base"])      # wave64 emulator: XP_USE_MFMA = 1
+    v = verify(q, src, "hip", launch, instances=["base"])      # the wave64 emulator builds both values
     assert v.verified, v.failures[:1]
+    assert v.substrate == "emu:simt-cpu[XP_USE_MFMA=1] + emu:simt-cpu[XP_USE_MFMA=0]"
     orig = T.get_platform
     monkeypatch.setattr(T, "get_platform", lambda d: _Wave32Hip() if d == "hip" else orig(d))
-    v = verify(q, src, "hip", launch, instances=["base"])      # wave32: auto-detected 0
+    _only("0", monkeypatch)
+    v = verify(q, src, "hip", launch, instances=["base"])      # two wave32s per 64-thread block
     assert v.verified, v.failures[:1]
-    assert "needs a 64-lane wavefront" in _forced_mfma_failure(q, src, launch)
-
-
-def _forced_mfma_failure(q, src, launch) -> str:
-    """The MFMA path forced in the wave32 emulator fails loudly (so the run above took the other)."""
-    forced = q.with_(items=(N.Directive("#define XP_USE_MFMA 1", "define"),) + q.items)
-    v = verify(forced, src, "hip", launch, instances=["base"])
-    assert not v.verified
-    return " ".join(f.message for f in v.failures)
+    assert v.substrate == "emu:simt-cpu[XP_USE_MFMA=0]"
+    _only("1", monkeypatch)                                    # the MFMA path cannot run there: the
+    v = verify(q, src, "hip", launch, instances=["base"])      # run above did take the other path
+    assert not v.verified and "needs a 64-lane wavefront" in v.failures[0].message
