@@ -91,6 +91,6 @@ case "${CALL:-1}" in
    f="$W/amx/gemm_int8_flat.c"; cp "$f" "$OUT/" 2>/dev/null
    timeout "${TEST_S:-200}" python3 -m xpiler test "$f" --spec "$f.toml" > "$OUT/amx_test.txt" 2>&1; head -2 "$OUT/amx_test.txt"
    OMP_NUM_THREADS=1 timeout "${INT8_S:-200}" python3 benchmarks/gemm_int8_cpu.py "amx=$f@XP_USE_AMX=1" \
-       "vnni=$f@XP_USE_AMX=0" --sizes "${SIZES:-512,1024}" --rounds 3 --repeats 10 --no-numpy \
+       "vnni=$f@XP_USE_AMX=0" --sizes "${SIZES:-512,1024}" --rounds "${ROUNDS:-5}" --repeats 10 --no-numpy \
        --json "$OUT/gemm_int8_amx.json" > "$OUT/gemm_int8_amx.txt" 2>&1; tail -14 "$OUT/gemm_int8_amx.txt" ;;
 esac
