@@ -54,7 +54,9 @@ the whole nest becomes a cache-blocked, register-tiled AVX-512 kernel (packed A/
 MR x NR tile of ``_mm512_fmadd_ps`` accumulators): see :mod:`passes.patterns.x86_gemm`. The same
 parameters on an int8 / uint8 x int8 -> int32 contraction give the VNNI form (k in groups of 4,
 ``_mm512_dpbusd_epi32``; a signed A goes in as ``a + 128`` with ``128 * column sums of B``
-subtracted): see :mod:`passes.patterns.x86_gemm_i8`; the element types pick the form.
+subtracted): see :mod:`passes.patterns.x86_gemm_i8`; the element types pick the form. That form
+carries an AMX tile path under the compile-time guard ``XP_USE_AMX`` unless ``amx=False``
+(:mod:`passes.patterns.x86_gemm_amx`).
 Without ``micro`` a c program gets the loop vectorizer as before.
 """
 from __future__ import annotations
@@ -385,7 +387,7 @@ def _wmma_includes(program) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ c register-tiled gemm
-GEMM_PARAMS = ("micro", "kc", "mc", "nc")
+GEMM_PARAMS = ("micro", "kc", "mc", "nc", "amx")     # amx: int8 only (x86_gemm_i8.tile_params)
 
 
 def _gemm_plan(program, entry, target=None, ops=None, **params):
@@ -402,6 +404,8 @@ def _gemm_plan(program, entry, target=None, ops=None, **params):
     tp = {k: v for k, v in params.items() if k in GEMM_PARAMS}
     try:
         form = _gemm_form(program, func)
+        if "amx" in tp and not hasattr(form, "AMX"):
+            raise XG.Refused(f"amx={tp['amx']!r}: the AMX variant is a form of the int8 contraction only", code="param")
         tile = form.tile_params(**tp)
     except XG.Refused as e:
         code = "XP4210" if e.code == "param" else e.code
@@ -490,8 +494,8 @@ def apply(program: N.Program, *, entry: str, **params):
 def applied_ops(program: N.Program, entry: str, **params) -> list[str]:
     """Names of the instructions apply() would introduce (for reports and tests)."""
     if _is_gemm(program, params):
-        func, _, form = _gemm_plan(program, entry, **params)
-        return list(form.ops_of(program, func) if hasattr(form, "ops_of") else form.OPS)
+        func, tile, form = _gemm_plan(program, entry, **params)
+        return list(form.ops_of(program, func, tile) if hasattr(form, "ops_of") else form.OPS)
     if program.dialect in ("cuda", "hip"):
         return [_simt_plan(program, entry, **params)[1]]
     _, sites = _sites(program, entry, **params)

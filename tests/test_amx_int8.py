@@ -11,6 +11,7 @@ import pytest
 
 from xpiler.frontend import parse_text
 from xpiler.passes import tensorize
+from xpiler.passes.base import PassError
 from xpiler.platforms.c import SIMDE_WRAPPER, CPlatform, simde_available
 from xpiler.printers import print_program
 from xpiler.spec import load_spec, spec_to_toml
@@ -187,11 +188,21 @@ def test_the_amx_build_verifies_and_a_wrong_tile_step_fails():
     one = "emu:simde-cpu" if "amx_int8" not in _cpu() else "hw:cpu-amx"
     assert v.substrate.startswith(one + "[XP_USE_AMX=1] + "), v.substrate
     assert v.substrate.endswith("[XP_USE_AMX=0]")
-    # one tile of C multiplied as unsigned bytes: only the AMX build runs it, and it must fail
-    bad = text.replace("_tile_dpbssd(3, 5, 7)", "_tile_dpbuud(3, 5, 7)")
-    assert bad != text
-    w = _verify_flat(bad, Path(tempfile.mkdtemp(prefix="xp-amx-bad-")))
-    assert not w.verified
+    # one tile of C multiplied as unsigned bytes, in a build fixed to the AMX path: it must fail
+    bad = text.replace("_tile_dpbssd(3, 5, 7)", "_tile_dpbuud(3, 5, 7)").replace("#ifndef XP_USE_AMX", "#if 0", 1)
+    assert bad != text and "_tile_dpbuud(3, 5, 7)" in bad
+    w = _verify_flat("#define XP_USE_AMX 1\n" + bad, Path(tempfile.mkdtemp(prefix="xp-amx-bad-")))
+    assert not w.verified and "[" not in w.substrate, w.substrate
+
+
+def test_amx_false_gives_the_vnni_form_alone_and_is_an_int8_parameter():
+    p = parse_text(FLAT, "c", "gemm_int8_flat.c")
+    out = print_program(tensorize.apply(p, entry="gemm_s8s32", target="c", micro="6x32", kc=256, amx=False), "c")
+    assert guards(out) == [] and "_tile_" not in out and "_mm512_dpbusd_epi32(" in out
+    g = parse_text(open(GEMM.parent.parent / "gemm" / "gemm.c").read(), "c", "gemm.c")
+    with pytest.raises(PassError) as e:
+        tensorize.apply(g, entry=g.kernels[0].name, target="c", micro="6x32", kc=256, amx=False)
+    assert e.value.code == "XP4210" and "int8" in str(e.value)
 
 
 def test_the_amx_build_is_emulated_without_amx_tiles(monkeypatch):

@@ -66,8 +66,20 @@ HOLDS = {"int8": {"int8", "int16", "int32", "int64"}, "uint8": {"uint8", "int16"
 WIDE = {"int32", "int64"}
 
 
-def tile_params(micro="6x32", kc=256, mc=None, nc=None) -> XG.Tile:
-    """The register / cache tile of the int8 form (Refused with code 'param' when out of range)."""
+@dataclass
+class Tile8(XG.Tile):
+    amx: bool = True        # the AMX tile variant beside the VNNI path (x86_gemm_amx.py)
+
+
+#: the form has the AMX variant (tensorize's ``amx=`` parameter)
+AMX = True
+
+
+def tile_params(micro="6x32", kc=256, mc=None, nc=None, amx=True) -> Tile8:
+    """The register / cache tile of the int8 form (Refused with code 'param' when out of range);
+    ``amx=False``: the VNNI path alone, without the ``XP_USE_AMX`` variant."""
+    if not isinstance(amx, bool):
+        raise Refused(f"amx must be true or false (amx={amx!r})", code="param")
     t = XG.tile_params(micro, 16, _mr(micro), nc)      # MRxNR within the register file, nc (mc is checked here)
     try:
         kc = int(kc)
@@ -79,7 +91,7 @@ def tile_params(micro="6x32", kc=256, mc=None, nc=None) -> XG.Tile:
     if mc < t.mr or mc % t.mr or mc * kc > STACK_BYTES:
         raise Refused(f"mc={mc} must be a positive multiple of MR={t.mr} with mc*kc <= {STACK_BYTES} bytes (the "
                       f"packed A block lives on the thread's stack)", code="param")
-    return XG.Tile(t.mr, t.nr, kc, mc, t.nc)
+    return Tile8(t.mr, t.nr, kc, mc, t.nc, amx)
 
 
 def _mr(micro):
@@ -353,6 +365,8 @@ def body_text(ig: Int8Gemm, t: XG.Tile, original: str) -> str:
     w(f"    free({P}bp);")
     w(f"    free({P}cs);")
     w("}")
+    if not getattr(t, "amx", True):
+        return "\n".join(L)
     # the AMX tile path (x86_gemm_amx.py) first, under its guard; the VNNI block where it did not run
     amx = XA.body_text(M=XG._t(ct.M), N=XG._t(ct.N_), K=XG._t(ct.K), batch=batch, lda=lda, ldb=ldb, ldc=ldc,
                        a_ptr=f"{ct.A} + ({off(g.a, XA.P)})", b_ptr=f"{ct.B} + ({off(g.b, XA.P)})",
@@ -365,11 +379,13 @@ def rewrite_program(program, func, t: XG.Tile):
     """The program with ``func``'s int8 contraction nest replaced by the VNNI register-tiled form (and its
     AMX variant)."""
     ig = analyse(program, func)
-    out = XG.splice(program, func, ig.g, lambda nest: body_text(ig, t, nest), (P, XA.P),
+    amx = getattr(t, "amx", True)
+    out = XG.splice(program, func, ig.g, lambda nest: body_text(ig, t, nest), (P, XA.P) if amx else P,
                     includes=("<stdlib.h>", "<string.h>", "<stdint.h>", "<immintrin.h>"))
-    return XA.add_head(out)
+    return XA.add_head(out) if amx else out
 
 
-def ops_of(program, func) -> tuple:
-    """The intrinsics the form writes for ``func``: the VNNI path's and the AMX path's."""
-    return OPS + XA.ops(analyse(program, func).signed_a)
+def ops_of(program, func, t=None) -> tuple:
+    """The intrinsics the form writes for ``func``: the VNNI path's and (unless ``amx=False``) the
+    AMX path's."""
+    return OPS + (XA.ops(analyse(program, func).signed_a) if getattr(t, "amx", True) else ())
