@@ -56,6 +56,9 @@ static void config(int bad_b_rows) {
     cfg[16 + 4] = %(nc)d * 4; cfg[48 + 2] = %(ng)d + bad_b_rows;  /* tile 2: B */
     cfg[16 + 6] = 64; cfg[48 + 3] = 16;                    /* tile 3: a whole tile */
     _tile_loadconfig(cfg);
+    unsigned char back[64];
+    _tile_storeconfig(back);
+    printf("config %%d\n", memcmp(cfg, back, 64) == 0);
 }
 static void show(const char *name, const int32_t *out) {
     printf("%%s", name);
@@ -85,6 +88,8 @@ int main(int argc, char **argv) {
         same &= memcmp(back + r * 70, big + r * 80, 64) == 0;
         for (int c = 64; c < 70; ++c) same &= back[r * 70 + c] == 0x11;
     }
+    _tile_stream_loadd(3, big + 3, 80); _tile_stored(3, back, 70);     /* the no-reuse load: the same */
+    for (int r = 0; r < 16; ++r) same &= memcmp(back + r * 70, big + 3 + r * 80, 64) == 0;
     _tile_zero(3); _tile_stored(3, back, 70);
     int zero = 1;
     for (int r = 0; r < 16; ++r) for (int c = 0; c < 64; ++c) zero &= back[r * 70 + c] == 0;
@@ -135,7 +140,7 @@ def test_emulated_tile_ops_match_numpy_and_trap_on_bad_shapes():
     for name, sa, sb in (("ssd", 1, 1), ("sud", 1, 0), ("usd", 0, 1), ("uud", 0, 0)):
         have = np.array([int(v) for v in got[name]], dtype=np.int64).astype(np.int32).reshape(ROWS, LDC)
         np.testing.assert_array_equal(have, _expected(a, b, c, sa, sb), err_msg=name)
-    assert got["load_store"] == ["1", "zero", "1"]
+    assert got["load_store"] == ["1", "zero", "1"] and got["config"] == ["1"]
     # shapes that do not agree (#UD on the hardware) and a tile op before any configuration trap
     for mode in ("s", "u"):
         r = subprocess.run([str(tmp / "t"), mode], capture_output=True)
