@@ -34,8 +34,9 @@ if [ ! -d /tmp/site/z3 ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD:$PWD/benchmarks PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
 cat COMMIT 2>/dev/null; nvidia-smi --query-gpu=name --format=csv,noheader
+source "$(dirname "$0")/capped.sh"   # capped SECONDS CMD: the whole process group ends at SECONDS
 mig() {   # target shard limit
-    timeout "$3" python3 benchmarks/migrate_all.py --to "$1" --shard "$2" --workers "${WORKERS:-16}" \
+    capped "$3" python3 benchmarks/migrate_all.py --to "$1" --shard "$2" --workers "${WORKERS:-16}" \
         --keep "$W/k" --json "$W/mig_${1}_${2/\//of}.json" > "$W/mig_${1}_${2/\//of}.txt" 2>&1
     cp "$W/mig_${1}_${2/\//of}.txt" "$OUT/" 2>/dev/null
     grep -c '^PASS' "$W/mig_${1}_${2/\//of}.txt"; grep -v '^PASS' "$W/mig_${1}_${2/\//of}.txt" | tail -12
