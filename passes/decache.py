@@ -305,7 +305,7 @@ def _flat_index(e, ctx):
     """``(p + k)[j]`` -> ``p[k + j]`` for a pointer ``p`` (addresses the collapse pass can read)."""
     def fn(n):
         if isinstance(n, N.Index) and isinstance(n.base, N.BinOp) and n.base.op in ("+", "-"):
-            b, off = D._split_ptr(n.base)
+            b, off = D.split_ptr_uncast(n.base)
             if b is not None and off is not None and isinstance(ctx.types.get(b), N.Pointer):
                 return N.Index(N.Var(b), N.BinOp("+", off, n.index), loc=n.loc)
         return n

@@ -163,6 +163,15 @@ def _split_ptr(e):
     return None, None
 
 
+def split_ptr_uncast(e):
+    """:func:`_split_ptr` for a matcher that rebuilds the address as ``buffer[offset + i]``:
+    (None, None) where the expression casts a pointer on the way (``((float4 *)p + k)[j]`` is not
+    ``p[k + j]``: its elements may be wider than the buffer's)."""
+    if any(isinstance(n, N.Cast) and isinstance(n.type, N.Pointer) for n in walk(e)):
+        return None, None
+    return _split_ptr(e)
+
+
 def pointer_names(func: N.Func) -> set:
     """Parameters and locals of pointer or array type (the names of ``lanes.pointer_types``)."""
     return set(L.pointer_types(func))

@@ -92,8 +92,8 @@ def rewrite(stmts: list, buffers, z, nb: N.Expr) -> list:
         if hit is None:
             continue
         oh, ow, c, p, q, dacc, read, store = hit
-        sq, off_r = D._split_ptr(read.base)
-        part, off_w = D._split_ptr(store.base)
+        sq, off_r = D.split_ptr_uncast(read.base)
+        part, off_w = D.split_ptr_uncast(store.base)
         if sq not in buffers or part not in buffers or off_r is not None or off_w is not None or sq == part:
             continue
         stmts[k] = _checked(stmts, k, s, lets, hit, sq, part, buffers, z, nb)

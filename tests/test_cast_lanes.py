@@ -197,3 +197,20 @@ def test_a_pointer_into_a_two_dimensional_array_aliases_it(name):
     src = ("__global__ void k(float* c, int n) {\n    __shared__ float s[4][64];\n    "
            + ROW_POINTERS[name] + "\n}")
     assert _dep(src) is not None
+
+
+def test_matchers_that_rebuild_an_address_refuse_a_cast_pointer():
+    # decache's (p + k)[j] -> p[k + j] and sum-pool's buffer reads rebuild the address in the
+    # buffer's elements: through a cast the elements may be wider (float2 over float)
+    from types import SimpleNamespace
+    from xpiler.passes import dependence as D
+    from xpiler.passes.decache import _flat_index
+    f = N.Scalar("float32", "float")
+    p, k, j = N.Var("p"), N.Var("k"), N.Var("j")
+    plain = N.Index(N.BinOp("+", p, k), j)
+    cast = N.Index(N.BinOp("+", N.Cast(N.Pointer(N.Vector(f, 2, "float2")), p), k), j)
+    ctx = SimpleNamespace(types={"p": N.Pointer(f)})
+    assert _flat_index(plain, ctx) == N.Index(p, N.BinOp("+", k, j))
+    assert _flat_index(cast, ctx) == cast                     # left as written
+    assert D.split_ptr_uncast(cast.base) == (None, None)
+    assert D.split_ptr_uncast(plain.base) == ("p", k)
