@@ -193,8 +193,9 @@ def half_operands(g: Gemm) -> set:
     return {r for r in ("A", "B") if g.ct.dtypes[r] == "float16"}
 
 
-def ops_of(program, func) -> tuple:
-    """The intrinsics the form writes for ``func`` (:data:`OPS`, and :data:`HALF_OPS` for a half B)."""
+def ops_of(program, func, t=None) -> tuple:
+    """The intrinsics the form writes for ``func`` (:data:`OPS`, and :data:`HALF_OPS` for a half B);
+    ``t``, the tile plan, as the int8 form's ``ops_of`` takes it (unused here)."""
     return OPS + (HALF_OPS if "B" in half_operands(analyse(program, func)) else ())
 
 
