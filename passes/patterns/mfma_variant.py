@@ -39,24 +39,20 @@ def wrap(mfma_lines: list[str], plain_lines: list[str]) -> list[str]:
     return [f"{ind}#if {NAME}"] + mfma_lines + [f"{ind}#else"] + plain_lines + [f"{ind}#endif"]
 
 
-def plain_f32(ind: str = "    ") -> list[str]:
-    """One 16-wide k slice, float tiles: C[4g+e][i] += A[4g+e][k] * B[k][i], k = 0..15."""
+def plain_f32(ind: str = "    ", via: str = "") -> list[str]:
+    """One 16-wide k slice, float tiles: C[4g+e][i] += A[4g+e][k] * B[k][i], k = 0..15 (``via``
+    ``(float)``: half tiles, each element widened first, so every product is exact in float)."""
     return [f"{ind}for (int xp_kq = 0; xp_kq < 16; ++xp_kq) {{",
-            f"{ind}    const float xp_bq = xp_Bs[xp_kq * 16 + xp_li];",
+            f"{ind}    const float xp_bq = {via}xp_Bs[xp_kq * 16 + xp_li];",
             f"{ind}    for (int xp_eq = 0; xp_eq < 4; ++xp_eq) {{",
-            f"{ind}        xp_acc[xp_eq] += xp_As[(4 * xp_g + xp_eq) * 16 + xp_kq] * xp_bq;",
+            f"{ind}        xp_acc[xp_eq] += {via}xp_As[(4 * xp_g + xp_eq) * 16 + xp_kq] * xp_bq;",
             f"{ind}    }}",
             f"{ind}}}"]
 
 
 def plain_f16(ind: str = "    ") -> list[str]:
     """The half tiles: each product of two halves taken in float (exact), added in float."""
-    return [f"{ind}for (int xp_kq = 0; xp_kq < 16; ++xp_kq) {{",
-            f"{ind}    const float xp_bq = (float)xp_Bs[xp_kq * 16 + xp_li];",
-            f"{ind}    for (int xp_eq = 0; xp_eq < 4; ++xp_eq) {{",
-            f"{ind}        xp_acc[xp_eq] += (float)xp_As[(4 * xp_g + xp_eq) * 16 + xp_kq] * xp_bq;",
-            f"{ind}    }}",
-            f"{ind}}}"]
+    return plain_f32(ind, via="(float)")
 
 
 def plain_i8(ind: str = "    ") -> list[str]:
