@@ -23,9 +23,10 @@ It becomes, per batch, NC-wide column block and KC-deep slice of k (KC a multipl
   summed into each int32 lane, non-saturating); then ``- cs`` (signed A), the first slice from
   zero, later slices add to C (masked load); masked stores.
 
-The whole form sits in the ``#else`` side of a compile-time variant: under ``XP_USE_AMX`` (1 where the
-compiler targets AMX) an AMX tile path runs first and the VNNI block only where it did not run
-(the kernel refused the tile state): :mod:`passes.patterns.x86_gemm_amx`.
+Beside it stands a compile-time variant: under ``#if XP_USE_AMX`` (1 where the compiler targets
+AMX) an AMX tile path runs first and sets ``xa_done``; the VNNI block, printed once after the
+``#endif``, runs only where the tile path did not (built without it, or the kernel was refused
+the tile state): :mod:`passes.patterns.x86_gemm_amx`.
 
 Exactness (docs/passes/tensorize.md, "int8"): every int32 operation used (vpdpbusd, vpsubd,
 vpaddd) wraps modulo 2^32, so each stored element is congruent mod 2^32 to
