@@ -36,6 +36,21 @@ def gemm_f16(A, B, M, N, K):
     return _rank1_sum(a, b, K).astype(np.float32)
 
 
+def _bf16_round(x):
+    """float32 values rounded to the nearest bfloat16 (ties to even), as float32."""
+    u = np.asarray(x, dtype=np.float32).view(np.uint32)
+    u = (u + (((u >> 16) & 1) + 0x7FFF)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def gemm_bf16(A, B, M, N, K):
+    # round to bfloat16 first (a no-op for the verifier's inputs, which already are bfloat16
+    # values widened to float32), then widen exactly
+    a = _bf16_round(A).astype(np.float64).reshape(M, K)
+    b = _bf16_round(B).astype(np.float64).reshape(K, N)
+    return _rank1_sum(a, b, K).astype(np.float32)
+
+
 def gemm_u8s8(A, B, M, N, K):
     a = np.asarray(A).reshape(M, K)
     b = np.asarray(B).reshape(K, N)
@@ -77,6 +92,14 @@ def gemm_selfcheck():
         assert got.dtype == np.float32 and np.allclose(got, want, rtol=1e-6, atol=1e-6), (M, N, K)
         # half rounding really happens when float32 data is passed
         assert np.array_equal(gemm_f16(A, B, M, N, K), got)
+
+        Ab = _bf16_round(A)
+        Bb = _bf16_round(B)
+        assert not np.array_equal(Ab, A) and np.all(Ab.view(np.uint32) & 0xFFFF == 0)
+        want = np.einsum("mk,kn->mn", Ab.astype(np.float64), Bb.astype(np.float64))
+        got = gemm_bf16(Ab, Bb, M, N, K)
+        assert got.dtype == np.float32 and np.allclose(got, want, rtol=1e-6, atol=1e-6), (M, N, K)
+        assert np.array_equal(gemm_bf16(A, B, M, N, K), got)
 
         Aq = rng.integers(0, 256, size=(M, K)).astype(np.uint8)
         Bq = rng.integers(-128, 128, size=(K, N)).astype(np.int8)
