@@ -25,7 +25,10 @@ def _args(args):
 def parse_main(args) -> int:
     a = _args(args)
     try:
-        prog = parse_file(a.src)
+        notes: list = []
+        prog = parse_file(a.src, notes=notes)
+        for n in notes:    # XP1150: a variant guard read as its portable path
+            print(n.format(), file=sys.stderr)
         if getattr(a, "print_", False):
             from .printers import print_program
             text = print_program(prog, getattr(a, "to", None) or prog.dialect)

@@ -1,6 +1,8 @@
 """Front ends: cuda / hip / bang / c source -> one xpiler IR Program.
 
-``parse_text(text, dialect, file)`` and ``parse_file(path, dialect=None)``.  The dialect
+``parse_text(text, dialect, file)`` and ``parse_file(path, dialect=None)``.  A user's file read by
+``parse_file`` has the compile-time variants of our own outputs resolved to their portable branch
+first (variant_guards.py); ``parse_text`` takes the text as it is.  The dialect
 layer (dialect.py) rewrites the dialect constructs into C that pycparser parses and records
 what it removed; lower.py builds the IR.  Every failure is an XPError with an XP11xx code and
 a source location (never a Python traceback for bad input).
@@ -108,7 +110,10 @@ def parse_text(text: str, dialect: str, file: str = "<input>") -> Program:
     return Lowerer(prep).program(ast)
 
 
-def parse_file(path, dialect: str | None = None) -> Program:
+def parse_file(path, dialect: str | None = None, notes: list | None = None) -> Program:
+    """The IR of the kernel source ``path``. Each ``XP_USE_*`` variant guard of the contract's shape
+    is read as its portable (``#else``) branch (variant_guards.py); ``notes``, when given, receives
+    one XP1150 note per guard use so resolved."""
     path = Path(path)
     dialect = dialect or dialect_of(path)
     from ..source_text import read_source
@@ -116,6 +121,10 @@ def parse_file(path, dialect: str | None = None) -> Program:
     if "\x00" in text:  # a binary that happens to decode: not a kernel source
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise fe_error("XP1108", str(path), line, path=str(path), detail=f"a NUL byte at line {line}: not a text file")
+    from .variant_guards import resolve
+    text, resolved = resolve(text)
+    if notes is not None:
+        notes.extend(fe_error("XP1150", str(path), r.line, 1, guard=r.guard, what=r.describe()) for r in resolved)
     return parse_text(text, dialect, str(path))
 
 

@@ -540,7 +540,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     # whose reference raises is bad input, never blamed on a pass; its slowest run sets the limit
     # of every candidate run
     say(f"parsing {src.name}")
-    prog = parse_file(src, sspec.dialect)
+    variant_notes: list = []   # XP1150: an earlier output's XP_USE_* guards, read as their portable path
+    prog = parse_file(src, sspec.dialect, notes=variant_notes)
     # c sources: pointer/index helpers inlined into the entry before binding (passes/inline_helpers.py)
     from xpiler.passes.inline_helpers import prepare_source
     prog = prepare_source(prog, sspec.entry)
@@ -573,6 +574,8 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     stage.text = _printer(stage.dialect)(prog)
     stage_texts = {stage.hash: stage.text}
     log.event("parse", file=str(src), dialect=sspec.dialect, program_hash=stage.hash)
+    for n in variant_notes:
+        log.event("note", what="variant guard resolved", code=n.code, line=n.line, detail=n.message)
     if added_sizes:
         log.event("note", what="launch_sizes", added=[{"param": a["param"], "size": a["size"],
                                                        **({"host": a["host"]} if "host" in a else {})}
@@ -1028,6 +1031,7 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             verified_stage = _adopt_search(drive(search, step), log, say, steps, k_base)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
+    diags.extend(variant_notes)   # notes too: after the reason of a failed run
     result = MigrationResult(False, to, stage.text, None, None, None, outdir / "provenance.jsonl", verdict, steps,
                              diagnostics=diags, stage_texts=stage_texts)
     if verified_stage is not None and verified_stage.dialect == to:
