@@ -718,7 +718,9 @@ def _lower_intrinsics(stmts, owner: str, vec2: N.Vector | None = None, env=None)
             return fo
         if n.name in ("__float2half", "__float2half_rn"):
             return N.Cast(N.Scalar("float16", "_Float16"), a[0], loc=n.loc)
-        if n.name in ("__half2float", "__int2float_rn"):
+        if n.name in ("__float2bfloat16", "__float2bfloat16_rn"):
+            return N.Cast(N.Scalar("bfloat16", "__bf16"), a[0], loc=n.loc)
+        if n.name in ("__half2float", "__int2float_rn", "__bfloat162float"):
             return N.Cast(N.Scalar("float32", "float"), a[0], loc=n.loc)
         if n.name == "__float2int_rz":
             return N.Cast(INT, a[0], loc=n.loc)

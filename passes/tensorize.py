@@ -56,7 +56,10 @@ parameters on an int8 / uint8 x int8 -> int32 contraction give the VNNI form (k 
 ``_mm512_dpbusd_epi32``; a signed A goes in as ``a + 128`` with ``128 * column sums of B``
 subtracted): see :mod:`passes.patterns.x86_gemm_i8`; the element types pick the form. That form
 carries an AMX tile path under the compile-time guard ``XP_USE_AMX`` unless ``amx=False``
-(:mod:`passes.patterns.x86_gemm_amx`).
+(:mod:`passes.patterns.x86_gemm_amx`). A bfloat16 x bfloat16 -> float contraction (both operands
+widened to float) takes :mod:`passes.patterns.x86_gemm_bf16`: ``_mm512_dpbf16_ps`` on k pairs under
+``XP_USE_AVX512BF16``, bf16 widened to float and FMA otherwise, AMX ``_tile_dpbf16ps`` first under
+``XP_USE_AMX`` unless ``amx=False``.
 Without ``micro`` a c program gets the loop vectorizer as before.
 """
 from __future__ import annotations
@@ -387,7 +390,7 @@ def _wmma_includes(program) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ c register-tiled gemm
-GEMM_PARAMS = ("micro", "kc", "mc", "nc", "amx")     # amx: int8 only (x86_gemm_i8.tile_params)
+GEMM_PARAMS = ("micro", "kc", "mc", "nc", "amx")     # amx: int8 and bf16 only (the forms with AMX = True)
 
 
 def _gemm_plan(program, entry, target=None, ops=None, **params):
@@ -416,14 +419,22 @@ def _gemm_plan(program, entry, target=None, ops=None, **params):
 
 
 def _gemm_form(program, func):
-    """The register-tiled form the contraction takes: float32 (x86_gemm, FMA) or 8-bit integer
-    (x86_gemm_i8, VNNI); Refused with the reason that names the kernel's types otherwise."""
+    """The register-tiled form the contraction takes: float32 (x86_gemm, FMA), bfloat16 (x86_gemm_bf16,
+    dpbf16 / FMA / AMX) or 8-bit integer (x86_gemm_i8, VNNI); Refused with the reason that names the kernel's types otherwise."""
     from .patterns import x86_gemm as XG
     from .patterns import x86_gemm_i8 as XG8
+    from .patterns import x86_gemm_bf16 as XGB
     try:
         XG.analyse(program, func)
         return XG
     except XG.Refused as e32:
+        try:
+            ct = XG.read(program, func).ct
+        except XG.Refused:
+            ct = None
+        if ct is not None and "bfloat16" in (ct.dtypes["A"], ct.dtypes["B"]):
+            XGB.analyse(program, func)         # its own reason when it refuses
+            return XGB
         try:
             XG8.analyse(program, func)
             return XG8

@@ -520,7 +520,7 @@ class _Untile:
                 load = rewrite(value, lambda n, c=core: ld if n is c else n)
             else:
                 ld, load = core, value
-            ldc = U.strip_casts(ld)
+            ldc = self._widened(U.strip_casts(ld), arrays[name])
             acc_ = _access(ldc) if isinstance(ldc, N.Index) else None
             if acc_ is None or acc_[0] not in self.ptrs or len(acc_[1]) != 1 or \
                     any(isinstance(n, N.Index) for n in walk(ldc.index)) or \
@@ -530,6 +530,16 @@ class _Untile:
             if acc_[0] in self._written_ptrs():
                 raise Refused(f"'{acc_[0]}' is written by the kernel; its staged copy may be stale", s)
             staged[name] = (vs, value, cond, load)
+
+    def _widened(self, e, tile):
+        """The load under an exact widening of a half / bfloat16 global element to a float tile
+        (``(float)A[..]``: every half and bfloat16 value is a float), else ``e`` itself; the staged
+        value keeps the conversion, so the product reads the same float."""
+        if not (isinstance(e, N.Cast) and isinstance(e.type, N.Scalar) and e.type.dtype == "float32"
+                and isinstance(e.expr, N.Index) and U.scalar_dtype(tile.type.elem) == "float32"):
+            return e
+        a = _access(e.expr)
+        return e.expr if a and self.ptrs.get(a[0]) in ("float16", "bfloat16") else e
 
     def _written_ptrs(self):
         out = set()

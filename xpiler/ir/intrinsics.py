@@ -114,7 +114,14 @@ _reg(IntrinsicDef("fmaf", ALL, "math", (Arg("a", "scalar"), Arg("b", "scalar"), 
                   semantics=lambda a, b, c: a * b + c, doc="fused multiply-add"))
 
 # half conversions (CUDA/HIP)
+def _bf16_value(x):
+    """x rounded to bfloat16 (nearest, ties to even), as float32 (the value a __nv_bfloat16 holds)."""
+    from ..dtypes import bf16_to_f32, f32_to_bf16
+    return bf16_to_f32(f32_to_bf16(np.asarray(x, dtype=np.float32)))
+
+
 for _n, _f in {"__float2half": np.float16, "__half2float": np.float32, "__float2half_rn": np.float16,
+               "__bfloat162float": np.float32, "__float2bfloat16": _bf16_value, "__float2bfloat16_rn": _bf16_value,
                "__int2float_rn": np.float32, "__float2int_rn": lambda x: np.rint(x).astype(np.int32),
                "__float2int_rz": lambda x: np.trunc(x).astype(np.int32)}.items():
     _reg(IntrinsicDef(_n, SIMT, "math", (Arg("x", "scalar"),), "T", semantics=lambda x, f=_f: f(x),

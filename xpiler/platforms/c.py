@@ -7,7 +7,10 @@ Everywhere's portable implementations.  ``XPILER_C_SUBSTRATE=simde`` forces the 
 Variants (``xpiler/verify/variants.py``): a build with ``XP_USE_AMX=1`` (the AMX tile path of an int8
 contraction, passes/patterns/x86_gemm_amx.py) runs natively only on a CPU with AMX-TILE and
 AMX-INT8 (substrate ``hw:cpu-amx``); elsewhere it is built for ``emu:simde-cpu``, whose wrapper
-emulates the tiles (runtime/c/simde/xp_amx_tiles.h), even on a CPU with AVX-512 VNNI.
+emulates the tiles (runtime/c/simde/xp_amx_tiles.h), even on a CPU with AVX-512 VNNI. Likewise a
+build with ``XP_USE_AVX512BF16=1`` (the vdpbf16ps path of a bfloat16 contraction) runs natively only
+where the CPU has AVX512-BF16 (``hw:cpu-avx512bf16``; its AMX build also needs AMX-BF16), else on
+``emu:simde-cpu``, whose wrapper implements vdpbf16ps with the instruction's numerics.
 
 A c-dialect source written as C++ (``.cpp/.cc/.cxx``, or C++-only spellings such as
 ``extern "C"``, ``static_cast`` or ``std::exp``) is compiled with g++; standard headers the
@@ -46,6 +49,15 @@ def _wants_amx(defines) -> bool:
     return str((defines or {}).get("XP_USE_AMX", "0")) == "1"
 
 
+#: /proc/cpuinfo flag of AVX512-BF16 (vdpbf16ps), which a build with XP_USE_AVX512BF16=1 runs; such a
+#: build is a bfloat16 contraction's (passes/patterns/x86_gemm_bf16.py), whose AMX path needs amx_bf16
+BF16_FLAG = "avx512_bf16"
+
+
+def _wants_bf16(defines) -> bool:
+    return str((defines or {}).get("XP_USE_AVX512BF16", "0")) == "1"
+
+
 def simde_available() -> bool:
     return any(Path(p, "simde/x86/avx512.h").is_file() for p in ("/usr/include", "/usr/local/include"))
 
@@ -60,7 +72,11 @@ class CPlatform:
         if _wants_amx(defines) and forced != "simde":
             # the AMX path runs natively only where the CPU has the tiles; a native build of it
             # elsewhere would fall back to VNNI at run time (arch_prctl refused) and test nothing
-            return "native" if AMX_FLAGS | {"avx512f", "avx512_vnni"} <= flags else "simde"
+            bf16 = {"amx_bf16"} if "XP_USE_AVX512BF16" in (defines or {}) else set()
+            return "native" if AMX_FLAGS | bf16 | {"avx512f", "avx512_vnni"} <= flags else "simde"
+        if _wants_bf16(defines) and forced != "simde":
+            # the dpbf16 path natively only where the CPU has it (no run-time fallback inside the kernel)
+            return "native" if {"avx512f", "avx512_vnni", BF16_FLAG} <= flags else "simde"
         if forced in ("simde", "native"):
             return forced
         return "native" if {"avx512f", "avx512_vnni"} <= flags else "simde"
@@ -72,7 +88,9 @@ class CPlatform:
         """The substrate of a build with these ``XP_USE_*`` values (the verifier adds the label)."""
         if self._mode(defines) != "native":
             return "emu:simde-cpu"
-        return "hw:cpu-amx" if _wants_amx(defines) else "hw:cpu-avx512vnni"
+        if _wants_amx(defines):
+            return "hw:cpu-amx"
+        return "hw:cpu-avx512bf16" if _wants_bf16(defines) else "hw:cpu-avx512vnni"
 
     def doctor(self) -> list[tuple[str, bool, str]]:
         gcc = which("gcc")

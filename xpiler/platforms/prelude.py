@@ -15,7 +15,9 @@ compiled with g++ (docs/decisions.md, "C++ sources are the c dialect, compiled w
 """
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,8 +171,36 @@ class PreparedC:
         return out
 
 
+_BF16_USE = re.compile(r"\b__bf16\b")
+#: what a C compiler must accept for a text using __bf16 to be built as C
+_BF16_PROBE = "__bf16 xp_probe_v;\nfloat xp_probe(void) { return (float)xp_probe_v; }\n"
+
+
+@functools.lru_cache(maxsize=None)
+def c_has_bf16(cc: str = "gcc") -> bool:
+    """Whether ``cc``'s C has an arithmetic ``__bf16`` (gcc 13 on x86 has; gcc 12 has none)."""
+    try:
+        r = subprocess.run([cc, "-x", "c", "-fsyntax-only", "-w", "-"], input=_BF16_PROBE, text=True,
+                           capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
+def bf16_shim_reason(text: str) -> str | None:
+    """Why a c text using ``__bf16`` is built as C++ with xpiler's bfloat16 type
+    (runtime/common/xp_bf16.h): the compiler's C lacks ``__bf16``; None when it has it or the text
+    does not use it."""
+    if not _BF16_USE.search(blank_noncode(text, preprocessor=True)) or c_has_bf16():
+        return None
+    return ("uses __bf16, which this gcc's C lacks (gcc 13 has it): built as C++ with xpiler's bfloat16 "
+            "storage type (runtime/common/xp_bf16.h, exact conversions)")
+
+
 def prepare_c(text: str, filename: str) -> PreparedC:
-    why = cxx_reason(text, filename)
+    shim = bf16_shim_reason(text)
+    why = cxx_reason(text, filename) or shim
     needs = missing_headers(text, "c", cxx=bool(why))
     esc = Path(filename).name.replace("\\", "\\\\").replace('"', '\\"')
-    return PreparedC(include_block(needs) + f'#line 1 "{esc}"\n' + text, why, needs)
+    head = include_block(needs) + ('#include "xp_bf16.h"\n' if shim else "")
+    return PreparedC(head + f'#line 1 "{esc}"\n' + text, why, needs)

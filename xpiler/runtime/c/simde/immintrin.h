@@ -130,6 +130,36 @@ static inline void xp_stream_ps(void *p, simde__m512 v) {
   memcpy(p, &v, sizeof v);
 }
 #define _mm512_stream_ps xp_stream_ps
+/* AVX512-BF16 vdpbf16ps with the instruction's own numerics (ours; SIMDe 0.7.4 adds the two
+ * products in the other order, with the inputs' denormals and with MXCSR's flush behaviour): per
+ * float lane j, as Intel's pseudocode writes it, the odd pair first,
+ *     c = FMA(a.bf16[2j+1], b.bf16[2j+1], c);  c = FMA(a.bf16[2j], b.bf16[2j], c)
+ * each a single-precision fused multiply-add rounded to nearest even, with denormal inputs read
+ * as zero (DAZ: the bf16 operands and c) and a denormal result flushed to zero (FTZ), whatever
+ * MXCSR says.  xp_bf16_daz / xp_f32_ftz are shared with the AMX tile emulation. */
+#include <math.h>
+static inline float xp_bf16_daz(uint16_t h) {
+  uint32_t u = ((h & 0x7F80u) == 0 ? (h & 0x8000u) : h) << 16;   /* exponent 0: +-0 */
+  float f; memcpy(&f, &u, 4); return f;
+}
+static inline float xp_f32_ftz(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  if ((u & 0x7F800000u) == 0) { u &= 0x80000000u; memcpy(&f, &u, 4); }
+  return f;
+}
+static inline simde__m512 xp_dpbf16_ps(simde__m512 src, simde__m512bh a, simde__m512bh b) {
+  float c[16]; uint16_t x[32], y[32]; simde__m512 r;
+  memcpy(c, &src, sizeof c); memcpy(x, &a, sizeof x); memcpy(y, &b, sizeof y);
+  for (int j = 0; j < 16; ++j) {
+    float acc = xp_f32_ftz(c[j]);
+    acc = xp_f32_ftz(fmaf(xp_bf16_daz(x[2 * j + 1]), xp_bf16_daz(y[2 * j + 1]), acc));
+    acc = xp_f32_ftz(fmaf(xp_bf16_daz(x[2 * j]), xp_bf16_daz(y[2 * j]), acc));
+    c[j] = acc;
+  }
+  memcpy(&r, c, sizeof r); return r;
+}
+#undef _mm512_dpbf16_ps
+#define _mm512_dpbf16_ps xp_dpbf16_ps
 /* AMX tiles (_tile_loadd, _tile_dpbssd, ...): a register file of our own, xp_amx_tiles.h */
 #include "xp_amx_tiles.h"
 

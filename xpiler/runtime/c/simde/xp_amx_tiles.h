@@ -22,6 +22,8 @@
  *     a.colsb = 4 * b.rows) and the three tiles differ; otherwise the instruction raises #UD:
  *     here a trap.  So does any tile instruction before a configuration is loaded.
  *
+ * TDPBF16PS (AMX-BF16) is emulated too, with its float numerics: see xp_tile_dpbf16ps below.
+ *
  * The Linux permission request an AMX kernel makes first (arch_prctl ARCH_REQ_XCOMP_PERM) is the
  * hook XP_AMX_PERMIT(); here it succeeds without asking the kernel (the emulated tile state is
  * ordinary memory). */
@@ -137,7 +139,46 @@ static inline void xp_tile_dpb(int sa, int sb, int dst, int a, int b) {
   memcpy(xp_amx.b[dst], out, sizeof out);   /* the rest of each row and the rows past `rows`: zero */
 }
 
+/* TDPBF16PS dst, a, b: bf16 pairs into float (AMX-BF16).  As Intel's pseudocode writes it, for
+ * m < dst.rows, then k < a.colsb / 4 (the bf16 pairs of a row of a), then n < dst.colsb / 4:
+ *     dst.f32[m][n] = FMA(a[m].bf16[2k],   b[k].bf16[2n],   dst.f32[m][n])
+ *     dst.f32[m][n] = FMA(a[m].bf16[2k+1], b[k].bf16[2n+1], dst.f32[m][n])
+ * the even element first (vdpbf16ps takes the odd one first); each step a single-precision fused
+ * multiply-add rounded to nearest even, denormal inputs read as zero and denormal results flushed
+ * to zero (xp_bf16_daz, xp_f32_ftz of immintrin.h), MXCSR neither read nor written.  The shapes
+ * must agree as for the int8 products (#UD otherwise: a trap). */
+static inline void xp_tile_dpbf16ps(int dst, int a, int b) {
+  xp_amx_usable(dst);
+  xp_amx_usable(a);
+  xp_amx_usable(b);
+  xp_amx_check(dst != a && dst != b && a != b);
+  const int rows = xp_amx.rows[dst], n_out = xp_amx.colsb[dst] / 4, n_k = xp_amx.colsb[a] / 4;
+  xp_amx_check(xp_amx.colsb[dst] % 4 == 0 && xp_amx.colsb[a] % 4 == 0);
+  xp_amx_check(xp_amx.rows[a] == rows && xp_amx.colsb[b] == xp_amx.colsb[dst] && xp_amx.rows[b] == n_k);
+  uint8_t out[16][64];
+  memset(out, 0, sizeof out);
+  for (int m = 0; m < rows; ++m) {
+    float acc[16];
+    memcpy(acc, xp_amx.b[dst][m], 4 * (size_t)n_out);
+    for (int n = 0; n < n_out; ++n) acc[n] = xp_f32_ftz(acc[n]);
+    for (int k = 0; k < n_k; ++k) {
+      for (int n = 0; n < n_out; ++n) {
+        for (int r = 0; r < 2; ++r) {
+          uint16_t x, y;
+          memcpy(&x, &xp_amx.b[a][m][4 * k + 2 * r], 2);
+          memcpy(&y, &xp_amx.b[b][k][4 * n + 2 * r], 2);
+          acc[n] = xp_f32_ftz(fmaf(xp_bf16_daz(x), xp_bf16_daz(y), acc[n]));
+        }
+      }
+    }
+    memcpy(out[m], acc, 4 * (size_t)n_out);
+  }
+  memcpy(xp_amx.b[dst], out, sizeof out);   /* the rest of each row and the rows past `rows`: zero */
+}
+
 /* the compiler's spellings (gcc: macros over inline asm) give way to the emulation */
+#undef _tile_dpbf16ps
+#define _tile_dpbf16ps(d, a, b) xp_tile_dpbf16ps((d), (a), (b))
 #undef _tile_loadd
 #undef _tile_stream_loadd
 #undef _tile_stored
