@@ -1020,6 +1020,12 @@ def _retarget(program: N.Program, plan: dict) -> N.Program:
             return N.Block((fence("__ATOMIC_RELEASE"),
                             N.ExprStmt(N.Call("__builtin_amdgcn_wave_barrier", ()), loc=n.loc),
                             fence("__ATOMIC_ACQUIRE")), loc=n.loc)
+        if isinstance(n, (N.Intrinsic, N.Call)) and dst == "hip" and len(n.args) == 1 and \
+                (getattr(n, "name", None) or getattr(n, "func", None)) in _BF16_CONVERSIONS:
+            # ROCm 5's hip_bfloat16 has no __bfloat162float / __float2bfloat16; its conversions
+            # (operator float, the float constructor) are exact widening / round-to-nearest-even
+            to = _BF16_CONVERSIONS[getattr(n, "name", None) or getattr(n, "func", None)]
+            return N.Cast(N.Scalar(to[0], to[1]), n.args[0], loc=n.loc)
         if isinstance(n, N.Call) and isinstance(n.func, str) and n.func in rename:
             return n.with_(func=rename[n.func])
         if isinstance(n, N.Var) and n.name in rename:
@@ -1044,10 +1050,15 @@ def _retarget(program: N.Program, plan: dict) -> N.Program:
     return program.with_(dialect=dst, items=items)
 
 
+#: cuda_bf16.h -> hip/hip_bfloat16.h: its hip_bfloat16 is in ROCm 5 and 6 alike (hip_bf16.h's
+#: __hip_bfloat16 only in ROCm 6; this host's clang-15 check has ROCm 5.2)
 INCLUDE_MAP = {("cuda", "hip"): (("<cuda_runtime.h>", "<hip/hip_runtime.h>"), ("<cuda_fp16.h>", "<hip/hip_fp16.h>"),
-                                 ("<cuda_bf16.h>", "<hip/hip_bf16.h>")),
+                                 ("<cuda_bf16.h>", "<hip/hip_bfloat16.h>")),
                ("hip", "cuda"): (("<hip/hip_runtime.h>", "<cuda_runtime.h>"), ("<hip/hip_fp16.h>", "<cuda_fp16.h>"),
-                                 ("<hip/hip_bf16.h>", "<cuda_bf16.h>"))}
+                                 ("<hip/hip_bf16.h>", "<cuda_bf16.h>"), ("<hip/hip_bfloat16.h>", "<cuda_bf16.h>"))}
+#: CUDA's bfloat16 conversion functions -> a cast to (dtype, spelling) on hip
+_BF16_CONVERSIONS = {"__bfloat162float": ("float32", "float"), "__float2bfloat16": ("bfloat16", "hip_bfloat16"),
+                     "__float2bfloat16_rn": ("bfloat16", "hip_bfloat16")}
 
 
 def host_rename_table(src: str, dst: str) -> dict:

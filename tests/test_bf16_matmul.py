@@ -197,3 +197,13 @@ def test_the_dpbf16_build_verifies_and_a_wrong_pair_packing_fails(text):
     assert text.count(good) == 1
     w = _verify(_one_build(text.replace(good, bad), 1), Path(tempfile.mkdtemp(prefix="xp-bf16-bad-")))
     assert not w.verified
+
+
+def test_cuda_to_hip_spells_bf16_for_rocm5_and_6():
+    from xpiler.frontend import parse_file
+    from xpiler.passes import binding
+    prog = binding.apply(parse_file(str(GEMM / "gemm_bf16.cu")), entry="gemm_bf16", target="hip", mode="retarget")
+    hip = print_program(prog[0] if isinstance(prog, tuple) else prog, "hip")
+    assert "#include <hip/hip_bfloat16.h>" in hip and "const hip_bfloat16 *A" in hip
+    assert "__bfloat162float" not in hip and "(float)A[row * K + ka]" in hip
+    assert "__bf16" not in hip and "hip_bf16.h" not in hip

@@ -7,8 +7,10 @@ from .cuda import CudaPrinter
 
 class HipPrinter(CudaPrinter):
     dialect = "hip"
-    scalar_spellings = {"half", "__half", "_Float16", "__hip_bfloat16", "bool", "__bf16"}
-    canonical_scalar = dict(CudaPrinter.canonical_scalar, float16="_Float16", bfloat16="__bf16")
+    scalar_spellings = {"half", "__half", "_Float16", "__hip_bfloat16", "hip_bfloat16", "bool", "__bf16"}
+    # bfloat16: HIP's own type of hip/hip_bfloat16.h (ROCm 5 and 6; xp_simt.h and hip_on_cuda.h alias it):
+    # g++ 12 and clang 15 have no arithmetic __bf16, and nvcc (hip_on_cuda.h) none at all
+    canonical_scalar = dict(CudaPrinter.canonical_scalar, float16="_Float16", bfloat16="hip_bfloat16")
     barrier_names = {"block": "__syncthreads", "fence": "__threadfence", "fence_block": "__threadfence_block"}
 
     def fragment(self, t):
