@@ -26,7 +26,7 @@ from ..diagnostics import XPError
 from .base import compile_cached, content_key, tree_digest, which
 from ..verify.variants import flags as variant_flags
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, poison_locals_flags, rename_entry
-from .prelude import cxx_reason, prepare_c
+from .prelude import bf16_shim_reason, cxx_reason, prepare_c
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
 
@@ -148,8 +148,10 @@ class CPlatform:
                 raise XPError("XP2004", what="c (C++ source)", why="g++ not found")
             main = main_source(spec, "kernel.cpp", cxx=True, timing=timing, callee=harness_callee(text, spec.entry))
             files = {"kernel.cpp": text, "main.cpp": main}
-            argv = ["g++", "-std=gnu++17", *self._flags(sanitize, timing, defines), *variant_flags(defines),
-                    "main.cpp", "-o", "run", "-lm"]
+            # a C text built as C++ only for the bfloat16 shim keeps C's implicit void* conversions
+            permissive = ["-fpermissive"] if prep.cxx == bf16_shim_reason(src.read_text()) else []
+            argv = ["g++", "-std=gnu++17", *permissive, *self._flags(sanitize, timing, defines),
+                    *variant_flags(defines), "main.cpp", "-o", "run", "-lm"]
         else:
             main = main_source(spec, "kernel.c", cxx=False, timing=timing)
             files = {"kernel.c": text, "main.c": main}

@@ -44,9 +44,18 @@ def build_host(src: Path, spec, host_fn: str, *, sanitize: bool = True) -> Path:
     if d == "c":
         if not which("gcc"):
             raise XPError("XP2004", what="c", why="gcc not found")
-        main = main_source_host(spec, "kernel.c", host_fn, cxx=False)
-        files = {"kernel.c": f'#line 1 "{src.name}"\n' + text, "main.c": main}
-        argv = ["gcc", *plat._flags(sanitize), "main.c", "-o", "run", "-lm"]
+        from .prelude import bf16_shim_reason, prepare_c
+        if bf16_shim_reason(text):
+            # __bf16 where this gcc's C has none: as the kernel build does, C++ with runtime/common/xp_bf16.h
+            if not which("g++"):
+                raise XPError("XP2004", what="c (bf16 shim)", why="g++ not found")
+            main = main_source_host(spec, "kernel.cpp", host_fn, cxx=True)
+            files = {"kernel.cpp": prepare_c(text, src.name).text, "main.cpp": main}
+            argv = ["g++", "-std=gnu++17", "-fpermissive", *plat._flags(sanitize), "main.cpp", "-o", "run", "-lm"]
+        else:
+            main = main_source_host(spec, "kernel.c", host_fn, cxx=False)
+            files = {"kernel.c": f'#line 1 "{src.name}"\n' + text, "main.c": main}
+            argv = ["gcc", *plat._flags(sanitize), "main.c", "-o", "run", "-lm"]
         code, digest = "XP2003", tree_digest(RUNTIME_DIR / "common")
     else:
         if not which("g++"):
