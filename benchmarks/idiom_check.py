@@ -29,7 +29,7 @@ IDIOMS = {
              "copy": r"__memcpy(?:_async)?\s*\(",
              "matrix": r"__bang_(?:matmul|mlp|conv)\s*\(",
              "vector": r"__bang_(?!matmul|mlp|conv)\w+\s*\("},
-    "c": {"onchip": r"(?!x)x", "matrix": r"_mm512_dp(?:bu|ws)sds?_epi32|_tile_dp\w+",
+    "c": {"onchip": r"(?!x)x", "matrix": r"_mm512_dp(?:bu|ws)sds?_epi32|_mm512_dpbf16_ps|_tile_dp\w+",
           "vector": r"_mm512_\w+\s*\(", "omp": r"#\s*pragma\s+omp"},
 }
 FAST = {"cuda": ("onchip", "matrix", "vector"), "hip": ("onchip", "matrix", "vector"),
