@@ -271,13 +271,17 @@ def candidates(program: N.Program, target: str) -> list:
 # ============================================================================ named checks
 def check_portable(program: N.Program, target: str) -> None:
     """Every intrinsic and vector type of the program must exist in ``target`` (x86 intrinsics,
-    WMMA, MFMA, __bang_* must first be lowered by detensorize)."""
+    WMMA, MFMA, __bang_* must first be lowered by detensorize; AMX tile calls have no lowering)."""
+    from .lowering.x86 import is_amx_tile
     for n in walk(program.items):
         if isinstance(n, N.Intrinsic):
             d = REGISTRY.get(n.name)
             if d is not None and d.category != "math" and target not in d.dialects:
                 raise PassError(NAME, f"'{n.name}' ({d.category}) does not exist in {target}: detensorize it "
                                       f"first", n)
+        if isinstance(n, N.Call) and isinstance(n.func, str) and is_amx_tile(n.func) and target != "c":
+            raise PassError(NAME, f"'{n.func}' (an AMX tile intrinsic) does not exist in {target}, and nothing "
+                                  f"lowers it", n)
         if isinstance(n, N.Vector) and n.spelling.startswith("__m") and target != "c":
             raise PassError(NAME, f"x86 vector type '{n.spelling}' does not exist in {target}: detensorize "
                                   f"first", n)

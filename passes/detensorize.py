@@ -79,6 +79,11 @@ def _family_of(name: str, dialect: str):
     return None
 
 
+def _is_amx_tile(name: str) -> bool:
+    from .lowering.x86 import is_amx_tile
+    return is_amx_tile(name)
+
+
 def intrinsic_sites(program: N.Program) -> list:
     """(family, name, node) of every intrinsic detensorize would lower."""
     out = []
@@ -95,6 +100,8 @@ def intrinsic_sites(program: N.Program) -> list:
         elif isinstance(n, N.Intrinsic) and REGISTRY.get(name) is not None \
                 and REGISTRY[name].category not in ("math", "atomic", "sync"):
             out.append((None, name, n))
+        elif program.dialect == "c" and _is_amx_tile(name):
+            out.append((None, name, n))     # a plain call to the parser, but an intrinsic all the same
     for n in walk(program):
         if isinstance(n, N.Decl) and isinstance(n.type, N.Fragment):
             out.append(("wmma", "fragment", n))
@@ -217,6 +224,10 @@ def check(program: N.Program, *, entry: str = None, target: str | None = None, k
         raise PassError(NAME, f"the target {target} has every intrinsic the program uses (keep_native)", None,
                         "XP4002")
     for fam, name, node in sites:
+        if fam is None and _is_amx_tile(name):
+            raise PassError(NAME, f"no lowering for the AMX tile intrinsic {name}: a kernel written with AMX tiles is "
+                                  f"not migrated (an xpiler output's XP_USE_AMX guard is read as its VNNI path)",
+                            node, "XP4001")
         if fam is None:
             raise PassError(NAME, f"no lowering for intrinsic {name} in {program.dialect}", node, "XP4001")
 

@@ -137,3 +137,69 @@ def test_an_mfma_hip_output_read_back_prints_as_cuda_without_the_variant_and_ver
     assert "XP_USE_MFMA" not in text and "__builtin_amdgcn" not in text
     assert v.verified, v.failures[:1]
     assert v.substrate == "emu:simt-cpu"
+
+
+@pytest.fixture(scope="module")
+def amx_c(tmp_path_factory):
+    """gemm_int8_flat's c output (the int8 form with its XP_USE_AMX tile path) and a one-instance
+    spec: N and K off every tile, vector and 4-byte group edge; the smallest micro tile and k slice
+    (the least code to build)."""
+    from test_x86_gemm_i8 import FLAT, GEMM
+    from xpiler.frontend import parse_text
+    from xpiler.passes import tensorize
+    from xpiler.printers import print_program
+    from xpiler.spec import load_spec
+    r = tensorize.apply(parse_text(FLAT, "c", "gemm_int8_flat.c"), entry="gemm_s8s32", target="c",
+                        micro="1x16", kc=8)
+    path = tmp_path_factory.mktemp("amx") / "gemm_int8_flat.c"
+    path.write_text(print_program(r, "c"))
+    src = GEMM / "gemm_int8_flat.cu"
+    spec = load_spec(str(src) + ".toml").with_dialect("c", "gemm_s8s32", {})
+    return path, _small(spec, src, {"M": 7, "N": 37, "K": 45})
+
+
+def test_the_amx_c_output_read_back_detensorizes_without_tiles_and_verifies(amx_c, tmp_path):
+    """What a migration of the AMX c output onwards (c -> cuda / hip / bang) runs first: detensorize
+    takes the VNNI path (its 128-bit byte interleaves of the B packing, the masked loads of rows
+    past K under a condition) to scalar loops, no tile or x86 intrinsic left, and they verify."""
+    from xpiler.passes import detensorize
+    path, spec = amx_c
+    assert "#if XP_USE_AMX" in path.read_text() and "_tile_dpbssd(" in path.read_text()
+    prog = detensorize.apply(parse_file(path), entry="gemm_s8s32", target="cuda")
+    left = {getattr(n, "name", None) or getattr(n, "func", None) for n in walk(prog.func("gemm_s8s32"))
+            if isinstance(n, (N.Intrinsic, N.Call))}
+    assert not {x for x in left if isinstance(x, str) and x.startswith(("_tile_", "_mm"))}, left
+    text, v = _verify_as(prog, "c", spec, tmp_path)
+    assert "__mmask" not in text and "#if XP_USE_AMX" not in text and "#define XP_USE_AMX" not in text
+    assert v.verified, v.failures[:1]
+
+
+AMX_BY_HAND = """#include <immintrin.h>
+#include <stdint.h>
+void tiles(const int8_t *A, const int8_t *B, int32_t *C, int M, int N, int K) {
+    for (int i = 0; i < M * N; ++i) {
+        C[i] = 0;
+    }
+    _tile_zero(0);
+    _tile_loadd(1, A, 64);
+    _tile_loadd(2, B, 64);
+    _tile_dpbssd(0, 1, 2);
+    _tile_stored(0, C, 64);
+}
+"""
+
+
+def test_amx_tile_calls_that_reach_a_pass_are_refused_by_name():
+    """A kernel written with AMX tiles (or a guard not in the contract's shape): detensorize and
+    binding refuse with XP4001 naming the tile intrinsic, never pass it on to a target."""
+    from xpiler.frontend import parse_text
+    from xpiler.passes import binding, detensorize
+    from xpiler.passes.base import PassError
+    prog = parse_text(AMX_BY_HAND, "c", "tiles.c")
+    with pytest.raises(PassError) as e:
+        detensorize.check(prog, entry="tiles", target="cuda")
+    assert e.value.code == "XP4001" and "AMX tile intrinsic _tile_zero" in str(e.value)
+    with pytest.raises(PassError) as e:
+        binding.check_portable(prog, "hip")
+    assert e.value.code == "XP4001" and "'_tile_zero' (an AMX tile intrinsic) does not exist in hip" in str(e.value)
+    binding.check_portable(prog, "c")      # c has them

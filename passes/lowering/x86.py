@@ -23,7 +23,7 @@ from __future__ import annotations
 from xpiler.ir import nodes as N
 from xpiler.ir.visit import walk, rewrite
 
-from . import chunk_tail, x86_dot_cols as dot_cols, x86_dot_sum as dot_sum
+from . import chunk_tail, x86_dot_cols as dot_cols, x86_dot_sum as dot_sum, x86_pack
 from .common import (FLOAT, INT, add, assign, b, block, c, cast, cf, cond, decl, ix, loop, mul, ptr,
                      scalar)
 from .common import call_name as _name
@@ -43,6 +43,13 @@ MASK_SPELL = {"__mmask8": ("uint8", "uint8_t"), "__mmask16": ("uint16", "uint16_
 
 def is_x86(name: str) -> bool:
     return name.startswith(("_mm512_", "_mm256_", "_mm_"))
+
+
+def is_amx_tile(name: str) -> bool:
+    """An AMX tile intrinsic (``_tile_loadd``, ``_tile_dpbssd``...): no lowering exists for these
+    (a tile is 1 KiB of state configured at run time); an xpiler output's XP_USE_AMX path never
+    reaches a pass (the front end reads its portable VNNI path, XP1150)."""
+    return name.startswith("_tile_")
 
 
 def _sfx(name):
@@ -218,6 +225,11 @@ class X86:
         """Element kind a vector expression naturally produces."""
         if isinstance(e, N.Var) and e.name in self.vars:
             return self.vars[e.name]
+        if isinstance(e, N.Cond):        # c ? v : w of two vectors of one kind
+            kinds = {self.natural(e.then), self.natural(e.else_)}
+            if len(kinds) != 1:
+                self.refuse(f"a choice between vectors of kinds {' and '.join(sorted(kinds))}")
+            return kinds.pop()
         name = _name(e)
         if name in self.vfuncs:
             return self.vfuncs[name][1]
@@ -244,7 +256,7 @@ class X86:
         k = first_lanes(m) if not isinstance(m, N.Var) else self.first_lanes.get(m.name)
         if k is not None:
             return b("<", l, k)         # the first k lanes: bit l of (1 << k) - 1
-        return b("&", b(">>", m, l), 1)
+        return b("&", b(">>", rewrite(m, _respell_mask_cast), l), 1)
 
     def byte_of(self, arr, j, const=True):
         return ix(cast(ptr(U8, const=const), arr), j)
@@ -287,6 +299,9 @@ class X86:
             return self.read_var(e.name, l, view)
         if isinstance(e, N.Cast):
             return self.lane(e.expr, l, view, pre)
+        if isinstance(e, N.Cond):        # one branch computed, under its condition (compute_into)
+            tmp = self.materialize(e, pre)
+            return self.read_var(tmp, l, view)
         name = _name(e)
         if name is None:
             self.refuse("unsupported vector expression")
@@ -295,12 +310,17 @@ class X86:
         if name in self.vfuncs or name.startswith("_mm512_dp"):
             tmp = self.materialize(e, pre)
             return self.read_var(tmp, l, view)
+        shuffled = x86_pack.lane(self, e, name, l, view, pre)
+        if shuffled is not None:
+            return shuffled
         a = list(e.args)
         op = name[len("_mm512_"):] if name.startswith("_mm512_") else name
         nat = self.natural(e)
         if op.startswith(("setzero", "set1")):
             if op.startswith("setzero"):
                 return cf(0.0) if view == "f32" else c(0)
+            if view in ("u8", "i8") and nat in ("u8", "i8"):   # a byte splat read as bytes: the byte
+                return cast(U8 if view == "u8" else I8, a[0])
             if view != nat:
                 tmp = self.materialize(e, pre)
                 return self.read_var(tmp, l, view)
@@ -428,6 +448,17 @@ class X86:
 
     def compute_into(self, name, e, pre):
         k = self.vars[name]
+        if isinstance(e, N.Cond):
+            # only the branch taken runs: the other may read memory its condition rules out
+            # (a masked load of a row past K)
+            if any(isinstance(n, (N.Call, N.Intrinsic, N.AssignExpr)) or
+                   isinstance(n, N.UnOp) and n.op in ("++", "--", "p++", "p--") for n in walk(e.cond)):
+                self.refuse("a vector choice whose condition calls or assigns", e)
+            then, els = [], []
+            self.compute_into(name, e.then, then)
+            self.compute_into(name, e.else_, els)
+            pre.append(N.If(e.cond, N.Block(tuple(then)), N.Block(tuple(els))))
+            return
         fname = _name(e)
         if fname in self.vfuncs:
             args = []
@@ -596,8 +627,7 @@ class X86:
             if nm and nm.startswith("_mm512_reduce_"):
                 return self.scalar_of(n, pre)
             if isinstance(n, N.Cast) and isinstance(n.type, N.Scalar) and n.type.spelling in MASK_SPELL:
-                dt, sp = MASK_SPELL[n.type.spelling]
-                return n.with_(type=n.type.with_(spelling=sp))
+                return _respell_mask_cast(n)
             if nm and is_x86(nm):
                 self.refuse(f"{nm} used as a scalar")
             return n
@@ -627,6 +657,13 @@ class X86:
         if masked:
             st = N.If(self.mbit(m, bit, body), st)
         out.append(loop(l, 0, n, body + [st]))
+
+
+def _respell_mask_cast(n):
+    """``(__mmask64)m`` -> ``(uint64_t)m``: a mask cast in the unsigned scalar of its width."""
+    if isinstance(n, N.Cast) and isinstance(n.type, N.Scalar) and n.type.spelling in MASK_SPELL:
+        return n.with_(type=n.type.with_(spelling=MASK_SPELL[n.type.spelling][1]))
+    return n
 
 
 def _strip_void(p):
