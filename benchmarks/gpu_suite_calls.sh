@@ -23,6 +23,9 @@
 #   CALL=10 bash benchmarks/gpu_suite_calls.sh     # this machine's CPU: gemm_int8_flat.cu -> c made here, tested
 #                                                  # natively (XP_USE_AMX=1 and =0 builds), then its AMX and VNNI
 #                                                  # paths vs oneDNN int8, one thread (SIZES=512,1024)
+#   CALL=11 bash benchmarks/gpu_suite_calls.sh     # this machine's CPU: gemm_bf16.cu -> c made here and tested
+#                                                  # natively (4 builds: XP_USE_AMX x XP_USE_AVX512BF16), then
+#                                                  # its AMX / vdpbf16ps / widening-FMA paths vs torch.matmul bf16
 # Written 2026-12-05 (fifteenth session).
 set -u
 OUT=${OUT:-gpu_out}
@@ -94,4 +97,14 @@ case "${CALL:-1}" in
    OMP_NUM_THREADS=1 timeout "${INT8_S:-200}" python3 benchmarks/gemm_int8_cpu.py "amx=$f@XP_USE_AMX=1" \
        "vnni=$f@XP_USE_AMX=0" --sizes "${SIZES:-512,1024}" --rounds "${ROUNDS:-5}" --repeats 10 --no-numpy \
        --json "$OUT/gemm_int8_amx.json" > "$OUT/gemm_int8_amx.txt" 2>&1; tail -14 "$OUT/gemm_int8_amx.txt" ;;
+11) lscpu | grep -E "Model name"; grep -o 'avx512_bf16\|amx_bf16\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+   gcc --version | head -1
+   timeout "${LIMIT:-200}" python3 -m xpiler migrate examples/gemm/gemm_bf16.cu --to c -o "$W/bf16" \
+       > "$OUT/bf16_migrate.txt" 2>&1; tail -2 "$OUT/bf16_migrate.txt"
+   f="$W/bf16/gemm_bf16.c"; cp "$f" "$OUT/" 2>/dev/null
+   timeout "${TEST_S:-200}" python3 -m xpiler test "$f" --spec "$f.toml" > "$OUT/bf16_test.txt" 2>&1; head -2 "$OUT/bf16_test.txt"
+   OMP_NUM_THREADS=1 timeout "${BF16_S:-240}" python3 benchmarks/gemm_bf16_cpu.py \
+       "amx=$f@XP_USE_AMX=1,XP_USE_AVX512BF16=1" "dpbf16=$f@XP_USE_AMX=0,XP_USE_AVX512BF16=1" \
+       "fma=$f@XP_USE_AMX=0,XP_USE_AVX512BF16=0" --sizes "${SIZES:-512,1024}" --rounds "${ROUNDS:-5}" --repeats 10 \
+       --json "$OUT/gemm_bf16_cpu.json" > "$OUT/gemm_bf16_cpu.txt" 2>&1; tail -14 "$OUT/gemm_bf16_cpu.txt" ;;
 esac
