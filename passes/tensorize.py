@@ -408,7 +408,8 @@ def _gemm_plan(program, entry, target=None, ops=None, **params):
     try:
         form = _gemm_form(program, func)
         if "amx" in tp and not hasattr(form, "AMX"):
-            raise XG.Refused(f"amx={tp['amx']!r}: the AMX variant is a form of the int8 contraction only", code="param")
+            raise XG.Refused(f"amx={tp['amx']!r}: the AMX variant is a form of the int8 and bfloat16 contractions only",
+                             code="param")
         tile = form.tile_params(**tp)
     except XG.Refused as e:
         code = "XP4210" if e.code == "param" else e.code
