@@ -8,7 +8,8 @@
 * :mod:`passes.patterns.x86_stream`: non-temporal stores (alignment peel, ``_mm512_stream_ps``)
   for the main loop of a large elementwise loop (parameter ``stream``);
 * :mod:`passes.patterns.x86_math`: vector helpers written into the output (``xp_exp512``,
-  ``xp_erf512``, ``xp_tanh512``), plus the includes.
+  ``xp_erf512``, ``xp_tanh512``, ``xp_gelu512`` for exact gelu, recognized by
+  :mod:`passes.patterns.x86_gelu`), plus the includes.
 
 Functions without an AVX-512 form here (logf, powf) leave their loop scalar.
 """
