@@ -56,7 +56,8 @@ spellings) instead of the erf form, which evaluates both of erf's branches and a
   so the small negative results keep their *relative* precision (no 1 + erf cancellation) and
   go gradually to denormals; beyond -14.4 gelu rounds to -0 and so does this (-16 * Phi(-16)
   underflows; the max keeps a huge v from multiplying back up).  Blended by the mask v < 0.
-* Special values: +-0 -> +-0, +inf -> +inf, -inf -> -0, NaN -> NaN.
+* Special values: +-0 -> +-0, +inf -> +inf, -inf -> -0 (gelu's limit; the scalar expression
+  0.5f * v * (1 + erff(..)) gives NaN there, -inf * 0), NaN -> NaN.
 * About 28 vector operations per 16 elements (xp_erf512 alone is about 43, plus gelu's 4).
 * Error, measured through SIMDe (``emu:simde-cpu``, this host has no AVX-512; the operations
   are IEEE float32 ones with the same results natively) over every finite float32 input (both
