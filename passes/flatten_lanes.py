@@ -60,6 +60,9 @@ MAX_STEPS = 32
 #: the bound on fuse checks per function for a row kernel (rows=True): softmax_avx512.c takes 19
 #: in its exp helper and 11 in its body; a kernel that needs more is refused (its tails do not join)
 MAX_ROW_STEPS = 64
+#: the bound on fuse checks per function in the element-loop flattening (MAX_STEPS fusions, each
+#: with up to three refused pairs before it)
+MAX_FUSE_CHECKS = 4 * MAX_STEPS
 
 
 def _const(e):
@@ -458,8 +461,12 @@ def flatten(program: N.Program, entry: str) -> tuple[N.Program, list]:
     if vec is not None:
         program = vec
         done.append(("vectors_to_lanes", {"entry": entry}))
-    program, more = _lane_steps(program, entry, ("fuse", "contraction", "collapse"))
-    return program, done + more
+    # the lane fusions by the linear walk (fuse_lane_runs), not by the fuse pass's candidates list,
+    # which checks every loop pair of every function after each fusion: on a large detensorized
+    # function (an int8 c output's VNNI path, ~1000 lines) that list ran for minutes
+    program, fused = fuse_lane_runs(program, entry, budget=MAX_FUSE_CHECKS)
+    program, more = _lane_steps(program, entry, ("contraction", "collapse"))
+    return program, done + fused + more
 
 
 #: the last few row flattenings, by (program, entry): the driver first probes a plan (its passes
