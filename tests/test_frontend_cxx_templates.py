@@ -216,7 +216,9 @@ def _migrate(src: Path, to: str, out: Path):
 
 @pytest.mark.parametrize("kernel,to", [
     ("gemm/gemm_regtile.cu", "hip"),          # template <typename T>, launched as <float>
-    ("layernorm/layernorm_cg.cu", "c"),       # cooperative groups, cg::reduce
+    # cooperative groups, cg::reduce (88 s on a loaded host: pytest -m long; the cooperative-groups
+    # front end is tested by the unit tests above)
+    pytest.param("layernorm/layernorm_cg.cu", "c", marks=pytest.mark.long),
 ])
 def test_wild_kernels_migrate_and_verify(tmp_path, kernel, to):
     src = ROOT / "examples/wild" / kernel

@@ -155,7 +155,10 @@ def _migrate(tmp_path, path, to):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path,to", [("softmax/softmax.c", "cuda"), ("gemv/gemv.c", "cuda"),
-                                     ("layernorm/layernorm.hip", "cuda"), ("gemv/gemv.mlu", "hip")])
+                                     ("layernorm/layernorm.hip", "cuda"),
+                                     # gemv.mlu -> hip: pytest -m long (gemv.mlu -> cuda runs by default in
+                                     # test_pass_binding)
+                                     pytest.param("gemv/gemv.mlu", "hip", marks=pytest.mark.long)])
 def test_default_migration_of_a_row_kernel_is_one_block_per_row(tmp_path, path, to):
     code, r, _ = _migrate(tmp_path, EXAMPLES / path, to)
     assert any(s.pass_name == "binding" and s.params.get("row_kernel") and s.params.get("rows") == "block"
