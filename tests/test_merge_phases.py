@@ -142,7 +142,10 @@ def test_phases_that_share_state_between_threads_are_kept(at, store, why):
     assert any(w and why in w for _, w in notes), notes
 
 
-@pytest.mark.parametrize("src,to", [("conv2d_nchw.cu", "bang"), pytest.param("conv2d_nchw.cu", "hip", marks=pytest.mark.long),
+# every source/target here is a whole conv migration (135 s on a loaded host for .cu -> bang): pytest -m long;
+# the merge itself keeps its unit tests above in the default run
+@pytest.mark.parametrize("src,to", [pytest.param("conv2d_nchw.cu", "bang", marks=pytest.mark.long),
+                                    pytest.param("conv2d_nchw.cu", "hip", marks=pytest.mark.long),
                                     # the hip source's copy of the cuda one's route: pytest -m long
                                     pytest.param("conv2d_nchw.hip", "bang", marks=pytest.mark.long)])
 def test_conv2d_nchw_simt_sources_reach_the_targets_units_and_verify(tmp_path, src, to):
