@@ -194,14 +194,23 @@ def body_text(*, M, N, K, batch, lda, ldb, ldc, a_ptr, b_ptr, c_ptr, a_type, sig
     for t, (a, b) in enumerate(((4, 6), (4, 7), (5, 6), (5, 7))):
         w(f"                            {dp}({t}, {a}, {b});")
     w("                        }")
+    store_tiles(w, P, f"{P}ldc", "int32_t")
+    return "\n".join(L)
+
+
+def store_tiles(w, P: str, ldc: str, ctype: str) -> None:
+    """The end of an AMX body (int8 and bf16 alike): the 2x2 block of C tiles stored straight into C
+    when the block is whole, else through the 32x32 scratch ``ct`` and a copy of its mr x nr corner;
+    then the loops closed, the tiles released and the packed B freed. ``ldc``: C's row stride as
+    text; ``ctype``: C's element type (4 bytes)."""
     w(f"                        if ({P}whole) {{")
     for t, (ro, co) in enumerate(((0, 0), (0, 16), (16, 0), (16, 16))):
-        w(f"                            _tile_stored({t}, {P}c + {ro} * {P}ldc + {co}, {P}ldc * 4);")
+        w(f"                            _tile_stored({t}, {P}c + {ro} * {ldc} + {co}, {ldc} * 4);")
     w("                        } else {")
     for t, (ro, co) in enumerate(((0, 0), (0, 16), (16, 0), (16, 16))):
         w(f"                            _tile_stored({t}, {P}ct + {ro * 32 + co}, 128);")
     w(f"                            for (long {P}r = 0; {P}r < {P}mr; ++{P}r) {{")
-    w(f"                                memcpy({P}c + {P}r * {P}ldc, {P}ct + {P}r * 32, sizeof(int32_t) * (size_t){P}nr);")
+    w(f"                                memcpy({P}c + {P}r * {ldc}, {P}ct + {P}r * 32, sizeof({ctype}) * (size_t){P}nr);")
     w("                            }")
     w("                        }")
     w("                    }")
@@ -213,7 +222,6 @@ def body_text(*, M, N, K, batch, lda, ldb, ldc, a_ptr, b_ptr, c_ptr, a_type, sig
     w("    }")
     w(f"    free({P}bp);")
     w("}")
-    return "\n".join(L)
 
 
 def add_head(program):
