@@ -113,13 +113,7 @@ def body_text(*, M, N, K, batch, lda, ldb, ldc, a_ptr, b_ptr, c_ptr, a_type, sig
     w(f"        {P}bp = (int8_t *)aligned_alloc(64, (size_t)({P}Kp * {P}Np));")
     w(f"    if ({P}bp != 0) {{")
     w(f"        const long {P}lda = {lda}, {P}ldb = {ldb}, {P}ldc = {ldc};")
-    w(f"        unsigned char {P}cfg[64];  /* palette 1; tiles 0-7: 16 rows x 64 bytes */")
-    w(f"        memset({P}cfg, 0, 64);")
-    w(f"        {P}cfg[0] = 1;")
-    w(f"        for (int {P}t = 0; {P}t < 8; ++{P}t) {{")
-    w(f"            {P}cfg[16 + 2 * {P}t] = 64;")
-    w(f"            {P}cfg[48 + {P}t] = 16;")
-    w("        }")
+    tile_config(w, P)
     w(f"        for (long {P}b = 0; {P}b < {P}nb; ++{P}b) {{")
     w(f"            const {a_type} *{P}A = {a_ptr};")
     w(f"            const int8_t *{P}B = {b_ptr};")
@@ -196,6 +190,18 @@ def body_text(*, M, N, K, batch, lda, ldb, ldc, a_ptr, b_ptr, c_ptr, a_type, sig
     w("                        }")
     store_tiles(w, P, f"{P}ldc", "int32_t")
     return "\n".join(L)
+
+
+def tile_config(w, P: str) -> None:
+    """The 64-byte tile configuration both AMX bodies load (int8 and bf16): palette 1, tiles 0-7
+    each 16 rows of 64 bytes."""
+    w(f"        unsigned char {P}cfg[64];  /* palette 1; tiles 0-7: 16 rows x 64 bytes */")
+    w(f"        memset({P}cfg, 0, 64);")
+    w(f"        {P}cfg[0] = 1;")
+    w(f"        for (int {P}t = 0; {P}t < 8; ++{P}t) {{")
+    w(f"            {P}cfg[16 + 2 * {P}t] = 64;")
+    w(f"            {P}cfg[48 + {P}t] = 16;")
+    w("        }")
 
 
 def store_tiles(w, P: str, ldc: str, ctype: str) -> None:
