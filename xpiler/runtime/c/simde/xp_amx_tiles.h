@@ -110,15 +110,25 @@ static inline void xp_tile_zero(int t) {
   memset(xp_amx.b[t], 0, sizeof xp_amx.b[t]);
 }
 
-/* TDPB{sa}{sb}D dst, a, b (sa, sb: 1 signed bytes, 0 unsigned) */
-static inline void xp_tile_dpb(int sa, int sb, int dst, int a, int b) {
+/* The operand checks of a tile dot product (int8 and bf16 alike): three distinct configured tiles
+ * whose shapes agree (#UD otherwise: a trap).  Sets the product's rows, output dwords per row and
+ * k groups (4-byte groups of a row of a). */
+static inline void xp_tile_dp_shapes(int dst, int a, int b, int *rows, int *n_out, int *n_k) {
   xp_amx_usable(dst);
   xp_amx_usable(a);
   xp_amx_usable(b);
   xp_amx_check(dst != a && dst != b && a != b);
-  const int rows = xp_amx.rows[dst], n_out = xp_amx.colsb[dst] / 4, n_k = xp_amx.colsb[a] / 4;
+  *rows = xp_amx.rows[dst];
+  *n_out = xp_amx.colsb[dst] / 4;
+  *n_k = xp_amx.colsb[a] / 4;
   xp_amx_check(xp_amx.colsb[dst] % 4 == 0 && xp_amx.colsb[a] % 4 == 0);
-  xp_amx_check(xp_amx.rows[a] == rows && xp_amx.colsb[b] == xp_amx.colsb[dst] && xp_amx.rows[b] == n_k);
+  xp_amx_check(xp_amx.rows[a] == *rows && xp_amx.colsb[b] == xp_amx.colsb[dst] && xp_amx.rows[b] == *n_k);
+}
+
+/* TDPB{sa}{sb}D dst, a, b (sa, sb: 1 signed bytes, 0 unsigned) */
+static inline void xp_tile_dpb(int sa, int sb, int dst, int a, int b) {
+  int rows, n_out, n_k;
+  xp_tile_dp_shapes(dst, a, b, &rows, &n_out, &n_k);
   uint8_t out[16][64];
   memset(out, 0, sizeof out);
   for (int m = 0; m < rows; ++m) {
@@ -148,13 +158,8 @@ static inline void xp_tile_dpb(int sa, int sb, int dst, int a, int b) {
  * to zero (xp_bf16_daz, xp_f32_ftz of immintrin.h), MXCSR neither read nor written.  The shapes
  * must agree as for the int8 products (#UD otherwise: a trap). */
 static inline void xp_tile_dpbf16ps(int dst, int a, int b) {
-  xp_amx_usable(dst);
-  xp_amx_usable(a);
-  xp_amx_usable(b);
-  xp_amx_check(dst != a && dst != b && a != b);
-  const int rows = xp_amx.rows[dst], n_out = xp_amx.colsb[dst] / 4, n_k = xp_amx.colsb[a] / 4;
-  xp_amx_check(xp_amx.colsb[dst] % 4 == 0 && xp_amx.colsb[a] % 4 == 0);
-  xp_amx_check(xp_amx.rows[a] == rows && xp_amx.colsb[b] == xp_amx.colsb[dst] && xp_amx.rows[b] == n_k);
+  int rows, n_out, n_k;
+  xp_tile_dp_shapes(dst, a, b, &rows, &n_out, &n_k);
   uint8_t out[16][64];
   memset(out, 0, sizeof out);
   for (int m = 0; m < rows; ++m) {
