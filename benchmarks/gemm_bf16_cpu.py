@@ -27,7 +27,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,18 +48,9 @@ torch.matmul(a, a)
 """
 
 
-def onednn_line() -> str | None:
-    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
-    r = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
-    for ln in (r.stdout + r.stderr).splitlines():
-        if ln.startswith(("onednn_verbose", "dnnl_verbose")) and ",exec," in ln:
-            return ",".join(ln.split(",")[3:11])
-    return None
-
-
 def main() -> int:
     from cpu_perf import timeit
-    from gemm_int8_cpu import amx_line, parse_output
+    from gemm_int8_cpu import amx_line, onednn_line, parse_output
     from xpiler.dtypes import bf16_to_f32
     from xpiler.platforms import get_platform
     from xpiler.platforms.harness import read_outputs, write_job
@@ -78,7 +68,7 @@ def main() -> int:
     torch.set_num_threads(1)
     plat = get_platform("c")
     work = Path(tempfile.mkdtemp(prefix="xpgemmbf16"))
-    dnnl = onednn_line()
+    dnnl = onednn_line(PROBE)
     tname = f"torch.matmul bf16 (oneDNN: {dnnl})" if dnnl else "torch.matmul bf16 (NOT oneDNN: no primitive line)"
     flags = sorted(f for f in __import__("xpiler.platforms.c", fromlist=["cpu_flags"]).cpu_flags()
                    if "bf16" in f or f.startswith("amx"))

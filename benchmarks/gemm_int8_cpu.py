@@ -64,10 +64,11 @@ torch._int_mm(a, a)
 """
 
 
-def onednn_line() -> str | None:
-    """The oneDNN primitive that ``torch._int_mm`` on int8 CPU tensors executes, or None."""
+def onednn_line(probe: str = PROBE) -> str | None:
+    """The oneDNN primitive that ``probe`` (by default ``torch._int_mm`` on int8 CPU tensors)
+    executes, or None."""
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
-    r = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
     for ln in (r.stdout + r.stderr).splitlines():
         if ln.startswith(("onednn_verbose", "dnnl_verbose")) and ",exec," in ln:
             f = ln.split(",")
