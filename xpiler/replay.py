@@ -185,6 +185,8 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
         prog = parse_file(src, spec.dialect)
         from xpiler.passes.inline_helpers import prepare_source
         prog = prepare_source(prog, spec.entry)   # as the driver does before the first pass
+        from .migration.host_c import split_c_launchers
+        prog, host_prog = split_c_launchers(prog, spec.entry)   # a c source's own launcher: host code
         # launch sizes added as parameters, as the driver adds them (xpiler/migration/launch_sizes.py);
         # kspec is the spec of every migrated program, spec the source's own
         from .migration.launch_sizes import augment
@@ -308,7 +310,7 @@ def replay(log_path: str | Path, *, reverify: bool = False, source: str | Path |
             flaunch = fprog.launch_dict(spec.entry)
             hl = flaunch if flaunch != dict(spec.launch) else _launch_to_params(kspec.launch, kspec, params)
             kparams = [p.name for p in fprog.func(spec.entry).params]
-            funcs = migrate_host(source_state[0], target, spec.entry, hl, kparams, spec=kspec,
+            funcs = migrate_host(host_prog or source_state[0], target, spec.entry, hl, kparams, spec=kspec,
                                  source_entry=spec.entry, diagnostics=[])
             expected = print_program(attach_host(fprog, funcs, target), target) if funcs else expected
         except XPError as e:

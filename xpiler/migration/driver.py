@@ -275,6 +275,8 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
         why = v.failures[0].message if v.failures else "?"
     except XPError as e:
         why = e.message
+        if e.code == "XP4102":    # c host code that cannot be translated: said with its own ID and line
+            diags.append(e)
     except Exception as e:  # the kernel is verified; a host-migration bug must not lose it
         why = f"{type(e).__name__}: {e}"
     out.write_text(kernel_text)
@@ -545,6 +547,10 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
     # c sources: pointer/index helpers inlined into the entry before binding (passes/inline_helpers.py)
     from xpiler.passes.inline_helpers import prepare_source
     prog = prepare_source(prog, sspec.entry)
+    # a c source's own launcher (an earlier c output's <entry>_host) is host code: out of what the
+    # passes see, in host_prog for the host migration (xpiler/migration/host_c.py; None: no launcher)
+    from .host_c import split_c_launchers
+    prog, host_prog = split_c_launchers(prog, sspec.entry)
     say(f"testing the source {src.name}")
     src_verdict = check_source(src, sspec, seeds, jobs, timeout, deadline)
     run_limit = run_limit_from(src_verdict.max_run_s, timeout)
@@ -1044,11 +1050,12 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         ospec.path = outdir / (out_name + ".toml")
         od.write_text(out_name + ".toml", spec_to_toml(ospec))
         final_text = verified_stage.text
-        if time.time() >= deadline and (to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None)):
+        hprog = host_prog or prog
+        if time.time() >= deadline and (to != "c" or any(f.kind == "host" for f in hprog.funcs if f.body is not None)):
             diags.append(XPError("XP4020", what="the host launcher was not migrated (the kernel is written without it)"))
-        elif to != "c" or any(f.kind == "host" for f in prog.funcs if f.body is not None):
+        elif to != "c" or any(f.kind == "host" for f in hprog.funcs if f.body is not None):
             say("migrating the host launcher")
-            final_text = _with_host(prog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
+            final_text = _with_host(hprog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
                                     kspec=kspec,
                                     timeout=min(run_limit, max(0.1, deadline - time.time())))
         result.verified, result.code, result.output_path = True, final_text, out

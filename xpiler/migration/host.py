@@ -72,13 +72,24 @@ def template(row_concept: str, dialect: str) -> N.Expr | None:
     form = row.forms.get(dialect)
     if form is None or form.startswith("#") or kind_of(row) == "type":
         return None
-    text = form
-    for k in sorted(row.operands, key=len, reverse=True):
-        text = text.replace(f"${k}", _OP + k)
-    if "<<<" in text or "$" in text:
+    return _form_expr(form, dialect)
+
+
+@functools.lru_cache(maxsize=None)
+def read_templates(row_concept: str, dialect: str) -> tuple:
+    """The row's further SOURCE forms in ``dialect`` (``HostApi.reads``: what people write, e.g.
+    ``p = malloc(n)`` in c host code), parsed like ``template``; they may bind operands the row
+    does not have (``$align``)."""
+    row = BY_CONCEPT[row_concept]
+    return tuple(t for t in (_form_expr(f, dialect) for f in row.reads.get(dialect, ())) if t is not None)
+
+
+def _form_expr(form: str, dialect: str) -> N.Expr | None:
+    text = re.sub(r"\$(\w+)", lambda m: _OP + m.group(1), form)
+    if "<<<" in text:
         return None
     try:
-        return _parse_expr(text, dialect if dialect != "c" else "c")
+        return _parse_expr(text, dialect)
     except Exception:  # noqa: BLE001 - a form the front end cannot read is simply not matchable
         return None
 
@@ -136,17 +147,28 @@ def _match(t, s, binds: dict) -> bool:
 
 
 def match_call(call: N.Expr, dialect: str) -> tuple[HostApi, dict] | None:
-    """The table row (and bound operands) whose ``dialect`` form this call is."""
-    for row in TABLE:
-        if kind_of(row) not in ("call", "value"):
-            continue
-        t = template(row.concept, dialect)
-        if t is None:
-            continue
-        binds: dict = {}
-        if _match(t, call, binds):
-            return row, binds
-    return None
+    """The table row (and bound operands) whose ``dialect`` form this call is: the printed
+    forms first, then the rows' further source forms (``reads``)."""
+    found = match_all(call, dialect)
+    return found[0] if found else None
+
+
+def match_all(call: N.Expr, dialect: str) -> list[tuple[HostApi, dict]]:
+    """Every table row (with its bound operands) that ``call`` is a ``dialect`` form of, the
+    rows matched by a printed form before those matched by a read form. In c host code the
+    three copy rows all match ``memcpy``: ``host_c`` picks one by the buffers' side."""
+    out = []
+    for reads in (False, True):
+        for row in TABLE:
+            if kind_of(row) not in ("call", "value"):
+                continue
+            ts = read_templates(row.concept, dialect) if reads else (template(row.concept, dialect),)
+            for t in ts:
+                binds: dict = {}
+                if t is not None and _match(t, call, binds):
+                    out.append((row, binds))
+                    break
+    return out
 
 
 def instantiate(row: HostApi, dialect: str, binds: dict, loc=None) -> N.Expr:
@@ -177,6 +199,7 @@ class _HostTranslator:
         self.launch, self.kernel_params = launch or {}, list(kernel_params)
         self.diags: list[XPError] = []
         self.src_printer = None
+        self.c_host = None
 
     # -- diagnostics
     def _warn(self, name: str, loc, stmt) -> N.Comment:
@@ -253,6 +276,10 @@ class _HostTranslator:
             return [s.with_(stmts=self.tx_block(s.stmts))]
         if isinstance(s, (N.Comment, N.Raw, N.Pragma)):
             return [s]
+        if self.c_host is not None:    # c host code: malloc/memcpy/free on device buffers (host_c.py)
+            out = self.c_host.stmt(s, self)
+            if out is not None:
+                return out
         try:
             if isinstance(s, N.If):
                 then = self._as_block(s.then)
@@ -528,6 +555,9 @@ def migrate_host_ex(source_program: N.Program, target_dialect: str, kernel_entry
         tr = _HostTranslator(src, target_dialect, source_program.file, source_entry, kernel_entry, launch,
                              kernel_params)
         tr.taken = {n.name for n in walk(h) if isinstance(n, (N.Var, N.Decl, N.Param))}
+        if src == "c":    # XP4102 when the c host code cannot be translated
+            from .host_c import CHost
+            tr.c_host = CHost(h, source_entry, target_dialect, source_program.file)
         body = drop_old_config(h.body.stmts)
         params = tuple(p.with_(type=_host_type(tr, p.type, p.loc)) for p in h.params)
         stmts = tr.tx_block(body)
