@@ -25,6 +25,14 @@ held a 90 s search for many minutes. Inside ``with until(t_end)``, a solver made
 gets no budget at all (its query answers unknown at once, so the pass refuses: a refusal is never
 a wrong rewrite), and before ``t_end`` nothing changes, so a search's answers do not depend on
 how close to the cap a proof ran.
+
+The migration's deadline (:mod:`xpiler.deadline`, active while the driver runs its steps) is
+another matter: it ends the migration, not a proof. A query made under it gets at most the time
+left (plus :data:`xpiler.deadline.GRACE_S`) as its wall-clock timeout, and a query that answers
+unknown once that deadline has passed raises :class:`~xpiler.deadline.BudgetSpent` from its
+``check()`` instead of answering: the pass that asked stops there (it neither refuses nor caches
+the answer), and the driver ends the migration with its last verified program. Before the
+deadline nothing changes (the rlimit still decides every answer).
 """
 from __future__ import annotations
 
@@ -32,6 +40,8 @@ import time
 from contextlib import contextmanager
 
 import z3
+
+from .. import deadline as _migration
 
 RLIMIT_PER_MS = 8000
 WALL_FACTOR = 30
@@ -51,14 +61,32 @@ def until(t_end: float):
 
 def limit(solver, budget_ms: int):
     """Set ``solver``'s resource budget for ``budget_ms`` milliseconds (and the safety timeout);
-    returns the solver."""
+    returns the solver. Under the migration's deadline the timeout is at most the time left
+    (module doc) and the solver's ``check`` raises once that deadline has passed."""
+    _migration.check("a Z3 query")
     if _deadline is not None and time.monotonic() >= _deadline:
         solver.set("rlimit", 1)          # (0 would mean no limit)
         solver.set("timeout", 1)
         return solver
     solver.set("rlimit", int(budget_ms * RLIMIT_PER_MS))
-    solver.set("timeout", int(budget_ms * WALL_FACTOR))
+    wall_ms = int(budget_ms * WALL_FACTOR)
+    left = _migration.left()
+    if left is not None:
+        wall_ms = max(1, min(wall_ms, int((left + _migration.GRACE_S) * 1000)))
+        solver.check = _checked(solver.check)
+    solver.set("timeout", wall_ms)
     return solver
+
+
+def _checked(check):
+    """``solver.check`` that raises :class:`~xpiler.deadline.BudgetSpent` where the migration's
+    deadline, not the query, ended it (unknown, and the deadline has passed)."""
+    def run(*assumptions):
+        r = check(*assumptions)
+        if r == z3.unknown:
+            _migration.check("a Z3 query")
+        return r
+    return run
 
 
 def solver(budget_ms: int, tactic=None):

@@ -4,13 +4,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Iterator
 
+from ..deadline import check
 from .nodes import Node, Var, Expr, For, Block, Stmt, child_fields
 
 
 def walk(node) -> Iterator[Node]:
     """Pre-order over every node (types included). An explicit stack, not nested generators:
     a nested ``yield from`` passes every node up through each level above it, which made deep
-    programs' walks quadratic in their depth (the tuner's expansion spent a third of its time here)."""
+    programs' walks quadratic in their depth (the tuner's expansion spent a third of its time here).
+    Each walk first asks the migration's deadline (xpiler/deadline.py): every analysis walks, so a
+    running pass stops within its next walk once ``--budget`` is spent."""
+    check("walk")
     stack = [node]
     pop, push = stack.pop, stack.extend
     while stack:

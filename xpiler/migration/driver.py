@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from ..deadline import BudgetSpent, active as deadline_active
 from ..diagnostics import XPError
 from ..expr import to_c
 from ..provenance import ProvenanceLog, sha256_text, toolchain_versions
@@ -273,6 +274,11 @@ def _with_host(prog, stage: Stage, to: str, sspec: Spec, ospec: Spec, params: li
         if v.verified:
             return text
         why = v.failures[0].message if v.failures else "?"
+    except BudgetSpent as e:   # (the driver's deadline is active here: xpiler/deadline.py)
+        out.write_text(kernel_text)
+        diags.append(XPError("XP4020", what=f"the host launcher's migration was stopped at the deadline ({e.where} "
+                                            "saw it); the kernel is written without it"))
+        return kernel_text
     except XPError as e:
         why = e.message
         if e.code == "XP4102":    # c host code that cannot be translated: said with its own ID and line
@@ -425,6 +431,39 @@ SOURCE_CHECK_S = 60.0       # the source check's per-run limit: min(timeout, thi
 RUN_LIMIT_FACTOR = 10.0     # a candidate run may take this many times the source's slowest run…
 RUN_LIMIT_FLOOR_S = 20.0    # …but never less than this (candidates run under AddressSanitizer, maybe
                             # on an emulator where the source ran natively), and never more than timeout
+
+
+def _budget_stopped(e: BudgetSpent, budget: float, at: dict, n_plans: int, steps: list, verified: bool,
+                    pending: list, log, diags: list) -> None:
+    """XP4020 (and a ``note`` event) for a migration the budget stopped inside a running step:
+    where it was (plan, step, pass; or the search), which check saw the deadline, how far it got
+    (the steps taken, whether a target program verified) and what was not run."""
+    if at.get("search"):
+        where = "the search (--tune)"
+        not_run = "the rest of the search; the untuned kernel is kept"
+    elif "plan" not in at:
+        where, not_run = "the plans", "every plan"
+    else:
+        plan_no = at["plan"]
+        if "step" in at:
+            where = f"plan {plan_no + 1} of {n_plans}, its step {at['step']} ({at['pass_name']})"
+            later = at.get("later") or []
+        else:   # (the plan's probe: its passes applied without tests)
+            where = f"the probe of plan {plan_no + 1} of {n_plans}"
+            later = at.get("passes") or []
+        not_run = ", ".join(later) or "none"
+        if plan_no + 1 < n_plans and not verified:
+            not_run += f"; plans not tried: {n_plans - plan_no - 1}"
+    taken = ", ".join(s.pass_name for s in steps) or "none"
+    what = (f"the budget of {budget:g} s ran out inside {where} ({e.where or 'a check'} saw it "
+            f"{e.over_s:.1f} s after the deadline); that step was stopped and nothing of it is kept; "
+            f"steps taken: {taken}; {'a target program had verified' if verified else 'no target program verified'}"
+            f"; not run: {not_run}")
+    if pending:
+        what += f"; untested steps dropped: {', '.join(st.pass_name for st, _ in pending)}"
+    diags.append(XPError("XP4020", what=what))
+    log.event("note", what="budget spent", cut=f"stopped inside {where}", check=e.where, over_s=round(e.over_s, 3),
+              steps_taken=[s.pass_name for s in steps], reached_target=verified)
 
 
 def check_run_options(*, budget: float | None = None, jobs: int | None = None, timeout: float | None = None,
@@ -974,11 +1013,14 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
         return Outcome(verified_stage is not None)
 
     searcher = None   # the Evaluator of a search strategy's candidates (xpiler/schedule/evaluator.py)
+    at: dict = {}     # where the driver is (plan, step, pass, passes after it): said when the budget stops it
 
     def step(event):
         """The driver's answer to one event of a strategy (xpiler/schedule/strategy.py)."""
         nonlocal stage
         if isinstance(event, PlanStart):
+            at.clear()
+            at.update(plan=event.plan_no, passes=list(event.passes))
             if event.plan_no:
                 log.event("note", what="next plan", plan=event.plan_no, passes=event.passes)
                 say(f"trying plan {event.plan_no + 1}/{len(strategy.plans)}")
@@ -987,16 +1029,26 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             pending.clear()
             return None
         if isinstance(event, Proposal):
+            at.update(step=event.plan_len - len(event.later), pass_name=event.pass_name, later=list(event.later))
             return take_step(event)
         return searcher.answer(event)   # a search's batch of programs, or a confirm timing
 
     # the driver: a loop over strategy -> step -> evaluator; the plans (--no-tune), then the search
     strategy = PlanStrategy([plan] if pipeline else default_plans(sspec.dialect, to), probe=probe,
                             deadline=deadline, budget=budget, log=log, diags=diags, out_of_time=out_of_time)
-    drive(strategy, step)
+    # the deadline is active while the steps run: a pass, a legality check, a Z3 query or a
+    # candidate loop that is still running when it passes stops at its next check
+    # (xpiler/deadline.py), and the migration ends with what verified before it
+    spent = None
+    try:
+        with deadline_active(deadline):
+            drive(strategy, step)
+    except BudgetSpent as e:
+        spent = e
+        _budget_stopped(e, budget, at, len(strategy.plans), steps, verified_stage is not None, pending, log, diags)
     k_base = strategy.k_base
 
-    if tune and verified_stage is not None and verified_stage.dialect == to:
+    if tune and spent is None and verified_stage is not None and verified_stage.dialect == to:
         def make_job(st: Stage, tag: str, source: str, sizes):
             """One candidate with everything its test needs, as texts (xpiler/schedule/jobs.py)."""
             from ..schedule.jobs import CandidateJob
@@ -1034,7 +1086,13 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             # would become the incumbent (docs/schedule.md "Screening")
             searcher = Evaluator(lambda st, tag: make_job(st, tag, search.source, tune_sizes), search.source,
                                  pool=pool, log_test=log_test, screen=True)
-            verified_stage = _adopt_search(drive(search, step), log, say, steps, k_base)
+            try:
+                with deadline_active(deadline):
+                    found = drive(search, step)
+            except BudgetSpent as e:   # the untuned kernel stays (its steps are the plans')
+                _budget_stopped(e, budget, {"search": True}, 0, steps, True, [], log, diags)
+            else:
+                verified_stage = _adopt_search(found, log, say, steps, k_base)
     if added_sizes:   # last, so that the first diagnostic of a failed run stays its reason
         diags.append(XPError("XP4061", n=len(added_sizes), params=_describe_sizes(added_sizes)))
     diags.extend(variant_notes)   # notes too: after the reason of a failed run
@@ -1055,9 +1113,10 @@ def migrate(src: str | Path, to: str, spec: str | Path | Spec | None = None, out
             diags.append(XPError("XP4020", what="the host launcher was not migrated (the kernel is written without it)"))
         elif to != "c" or any(f.kind == "host" for f in hprog.funcs if f.body is not None):
             say("migrating the host launcher")
-            final_text = _with_host(hprog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
-                                    kspec=kspec,
-                                    timeout=min(run_limit, max(0.1, deadline - time.time())))
+            with deadline_active(deadline):
+                final_text = _with_host(hprog, verified_stage, to, sspec, ospec, params, out, src, seeds, jobs, log, diags,
+                                        kspec=kspec,
+                                        timeout=min(run_limit, max(0.1, deadline - time.time())))
         result.verified, result.code, result.output_path = True, final_text, out
         result.spec_path = outdir / (out_name + ".toml")
         log.event("output", path=str(out), program_hash=verified_stage.hash, verified=True)
