@@ -179,8 +179,7 @@ class CHost:
     def _refuse(self, why: str, node) -> XPError:
         loc = getattr(node, "loc", None)
         line = loc.line if loc is not None else None
-        where = f" (line {line})" if line is not None else ""
-        return XPError("XP4102", func=self.func.name, dst=self.dst, why=why + where, file=self.file, line=line)
+        return XPError("XP4102", func=self.func.name, dst=self.dst, why=why, file=self.file, line=line)
 
     def _check(self):
         for L in self.launches:
