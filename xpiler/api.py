@@ -82,8 +82,9 @@ def migrate(src: str | Path, to: str, spec: str | Path | None = None, *, outdir:
 
     The source is tested alone first (a failing or hanging source, or a reference that raises,
     is refused with XP1220/XP1221/XP1222 and nothing is migrated). ``budget`` (seconds) is a
-    wall-clock cap on the whole migration, tests and LLM calls included (XP4020 says what it
-    cut); ``timeout`` caps one child run (each candidate's limit is derived from the source's
+    wall-clock cap on the whole migration, tests, LLM calls and a pass still running at the
+    deadline included (it stops at its next check, xpiler/deadline.py; XP4020 says what was
+    cut and where); ``timeout`` caps one child run (each candidate's limit is derived from the source's
     measured run time, at most this).
 
     Into ``outdir``, xpiler writes only files it can prove it wrote (their hashes are kept in

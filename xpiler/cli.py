@@ -281,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--llm", metavar="BACKEND:MODEL")
     m.add_argument("--proposer", choices=["symbolic", "llm", "both"], default="symbolic")
     m.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
-                   help="wall-clock cap on the whole migration, tests and LLM calls included (default 600)")
+                   help="wall-clock cap on the whole migration, tests, running passes and LLM calls included "
+                        "(default 600)")
     m.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="the longest one test run may take; candidates get a shorter limit derived from the "
                         "source's measured run time (default 120)")

@@ -3,16 +3,19 @@
 
 The driver checks its deadline between steps; a pass that is already running, a legality check, a
 Z3 query or a candidate loop inside a pass did not see it (the AMX int8 c output -> cuda ran 806 s
-against a 600 s budget, docs/decisions.md 2026-12-06 "The budget stops a running pass"). Here the
-driver makes its deadline *active* for the steps it runs (``with active(end)``), and long code
+against a 600 s budget; docs/decisions.md, 2026-12-06, "the budget stops a running pass"). Here
+the driver makes its deadline *active* for the steps it runs (``with active(end)``), and long code
 asks :func:`check`, which raises :class:`BudgetSpent` once the deadline has passed:
 
 - :func:`xpiler.ir.visit.walk` checks at each call (every analysis and rewrite walks the IR, so a
   long pass meets a check within milliseconds);
-- a Z3 query made through :mod:`xpiler.ir.smt` gets at most the time left as its wall-clock
-  timeout, and one that answers unknown after the deadline raises instead of answering (so no
-  pass refuses, and no proof cache keeps an answer, because of the budget);
-- the loops named in docs/schedule.md ("The budget") check at each round.
+- a Z3 query made through :mod:`xpiler.ir.smt` gets at most the time left plus :data:`GRACE_S`
+  as its wall-clock timeout, and one that answers unknown after the deadline raises instead of
+  answering (so no pass refuses, and no proof cache keeps an answer, because of the budget).
+
+So a loop needs no check of its own as long as it walks the IR on each round, as the long ones
+seen so far do (flatten_lanes' fusions and contractions, loop recovery's normalizers, the
+patterns' candidate loops). :func:`cap` cuts a child process's own limit the same way.
 
 The driver catches :class:`BudgetSpent` around its strategies: the step that was running leaves
 nothing behind (passes rewrite a frozen IR and return a new program; nothing was logged as applied
