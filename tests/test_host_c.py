@@ -102,3 +102,32 @@ def test_untranslatable_c_host_code_is_XP4102(launcher, what):
         _host(launcher, "cuda")
     e = ei.value
     assert e.code == "XP4102" and what in e.message and e.line is not None and e.line > 4
+
+
+def test_allocation_inside_the_condition():
+    """``if ((p = malloc(n)) == NULL)`` and ``if (!(t = malloc(n)))``: the device allocation goes
+    before the test (it is the condition's first evaluation), the host one gets its cast."""
+    launcher = """void k_host(const float *x, float *y, int n) {
+    size_t bytes = (size_t)n * sizeof(float);
+    float *d, *e, *t;
+    if ((d = malloc(bytes)) == NULL) return;
+    if (!(e = (float *)malloc(bytes))) { free(d); return; }
+    if (!(t = malloc(bytes))) return;
+    memcpy(d, x, bytes);
+    k(d, e, n);
+    memcpy(t, e, bytes);
+    memcpy(y, t, bytes);
+    free(t); free(d); free(e);
+}
+"""
+    kernel_prog, funcs, diags = _host(launcher, "cuda")
+    text = print_program(attach_host(kernel_prog, funcs, "cuda"), "cuda")
+    body = text[text.index("void k_host"):]
+    assert "if (cudaMalloc((void **)&d, bytes) != cudaSuccess)" in body and "if (d == NULL)" in body
+    assert "if (cudaMalloc((void **)&e, bytes) != cudaSuccess)" in body and "if (!e)" in body
+    assert "if (!(t = (float *)malloc(bytes)))" in body
+    assert "cudaMemcpy(t, e, bytes, cudaMemcpyDeviceToHost)" in body and "memcpy(y, t, bytes);" in body
+    # short-circuited: the allocation is not always evaluated, so it cannot be moved out
+    with pytest.raises(XPError, match="allocated inside an expression"):
+        _host(launcher.replace("if ((d = malloc(bytes)) == NULL)", "if (n > 0 && (d = malloc(bytes)) == NULL)"),
+              "cuda")

@@ -121,6 +121,24 @@ def _as_assign(s):
     return None
 
 
+def _lead_alloc(s):
+    """The assignment ``p = <call>`` that an ``if`` tests first: ``if (p = f(n))``,
+    ``if (!(p = f(n)))``, ``if ((p = f(n)) == NULL)`` / ``!= NULL``; else None."""
+    if not isinstance(s, N.If):
+        return None
+    e = s.cond
+    while True:
+        if isinstance(e, N.UnOp) and e.op == "!":
+            e = e.operand
+        elif isinstance(e, N.BinOp) and e.op in ("==", "!=") and _is_null(e.rhs):
+            e = e.lhs
+        elif isinstance(e, N.BinOp) and e.op in ("==", "!=") and _is_null(e.lhs):
+            e = e.rhs
+        else:
+            break
+    return e if isinstance(e, N.AssignExpr) and e.op == "=" and isinstance(e.value, (N.Call, N.Cast)) else None
+
+
 def _seq(e) -> list:
     """The calls of a table form, in order: ``(a, b)`` -> [a, b]; the trailing value of the c
     column's ``(x, 0)`` is dropped."""
@@ -146,7 +164,7 @@ class CHost:
         self.pointers = {k for k, t in self.types.items() if isinstance(t, (N.Pointer, N.Array))}
         allocated = set()
         for n in walk(func.body):
-            m = self.match(n)
+            m = self.match(n) if not isinstance(n, N.AssignExpr) else self._alloc_expr(n)
             if m and m[0].concept in ALLOC_ROWS:
                 allocated.add(base_name(m[1].get("ptr")))
         self.launches = [n for n in walk(func.body) if isinstance(n, N.Launch) and n.kernel == entry]
@@ -157,6 +175,13 @@ class CHost:
             self._check()
 
     # -- matching
+    def _alloc_expr(self, e):
+        """``(row, binds)`` when expression ``e`` is an allocation ``p = malloc(n)`` (e.g. inside
+        ``if ((p = malloc(n)) == NULL)``), else None."""
+        if not isinstance(e, N.AssignExpr):
+            return None
+        return next(((r, b) for r, b in self._match_all(e, "c") if r.concept in ALLOC_ROWS), None)
+
     def match(self, s):
         """``(row, binds)`` when statement ``s`` is a c runtime call of the table, else None."""
         if not isinstance(s, (N.Assign, N.Decl, N.ExprStmt)):
@@ -200,7 +225,7 @@ class CHost:
         if isinstance(s, N.Launch):
             return
         if isinstance(s, N.If):
-            self._uses(s.cond, True)
+            self._uses(s.cond, True, s)
             self._stmts(s.then)
             if s.else_ is not None:
                 self._stmts(s.else_)
@@ -245,6 +270,17 @@ class CHost:
             return
         if isinstance(e, N.SizeOf):
             return   # not evaluated
+        if isinstance(e, N.AssignExpr) and base_name(e.target) in self.device:
+            m = self._alloc_expr(e)
+            if not (cond and m is not None and stmt is not None and _lead_alloc(stmt) is e):
+                raise self._refuse(f"device buffer '{base_name(e.target)}' is allocated inside an expression "
+                                   f"(only `if ((p = malloc(n)) == NULL)`, `if (!(p = malloc(n)))` and the "
+                                   f"statement forms are read)", stmt or e)
+            self.null_checked.add(base_name(e.target))
+            for k, v in m[1].items():
+                if k != "ptr":
+                    self._uses(v, False, stmt)
+            return
         if isinstance(e, N.UnOp) and e.op == "!":
             return self._uses(e.operand, True, stmt)
         if isinstance(e, N.BinOp) and e.op in ("&&", "||"):
@@ -278,6 +314,8 @@ class CHost:
         host translator goes on as for any statement). ``tr`` translates operands."""
         if self.dst == "c":
             return None
+        if isinstance(s, N.If):
+            return self._if_allocation(s, tr)
         m = self.match(s)
         if m is None:
             return self._cast_allocation(s)
@@ -285,6 +323,30 @@ class CHost:
         ptrs = {base_name(binds[k]) for k in _POINTER_OPERANDS if k in binds}
         if not ptrs & self.device:
             return self._cast_allocation(s)
+        return self._runtime(s, row, binds, tr)
+
+    def _if_allocation(self, s: N.If, tr) -> list | None:
+        """``if ((p = malloc(n)) == NULL) ...``: the allocation of a device buffer goes before the
+        ``if`` (it is the condition's first evaluation, so the order holds) and the test reads p;
+        a host buffer's gets its cast."""
+        a = _lead_alloc(s)
+        if a is None:
+            return None
+        m = self._alloc_expr(a)
+        if base_name(a.target) in self.device and m is not None:
+            pre = self._runtime(N.ExprStmt(a, loc=s.loc), m[0], m[1], tr)
+            new_value = a.target
+        else:
+            t = self.types.get(base_name(a.target))
+            if not (isinstance(a.value, N.Call) and a.value.func in _VOID_ALLOCATORS and isinstance(t, N.Pointer)):
+                return None
+            pre, new_value = [], a.with_(value=N.Cast(t.with_(const=False, restrict=False), a.value))
+        from ..ir.visit import rewrite
+        cond = rewrite(s.cond, lambda n: new_value if n == a else n)
+        return pre + tr.tx_stmt(s.with_(cond=cond))
+
+    def _runtime(self, s, row, binds, tr) -> list:
+        """The ``dst`` calls of table row ``row`` for c statement ``s`` on a device buffer."""
         from .host import instantiate
         binds = {k: tr.tx_expr(v) for k, v in binds.items() if k in row.operands}
         if self.dst == "bang" and row.concept == "copy host to device" and not isinstance(binds["src"], N.Cast):
