@@ -118,6 +118,7 @@ def test_allocation_inside_the_condition():
     memcpy(t, e, bytes);
     memcpy(y, t, bytes);
     free(t); free(d); free(e);
+    d = NULL;
 }
 """
     kernel_prog, funcs, diags = _host(launcher, "cuda")
@@ -127,6 +128,7 @@ def test_allocation_inside_the_condition():
     assert "if (cudaMalloc((void **)&e, bytes) != cudaSuccess)" in body and "if (!e)" in body
     assert "if (!(t = (float *)malloc(bytes)))" in body
     assert "cudaMemcpy(t, e, bytes, cudaMemcpyDeviceToHost)" in body and "memcpy(y, t, bytes);" in body
+    assert "cudaFree(d);" in body and "d = NULL;" in body     # free(p); p = NULL; is not a host use
     # short-circuited: the allocation is not always evaluated, so it cannot be moved out
     with pytest.raises(XPError, match="allocated inside an expression"):
         _host(launcher.replace("if ((d = malloc(bytes)) == NULL)", "if (n > 0 && (d = malloc(bytes)) == NULL)"),

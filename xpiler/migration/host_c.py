@@ -252,6 +252,9 @@ class CHost:
                 if not (k in _POINTER_OPERANDS and base_name(v) is not None):
                     self._uses(v, False, s)
             return
+        if isinstance(s, N.Assign) and s.op == "=" and isinstance(s.target, N.Var) and s.target.name in self.device \
+                and _is_null(s.value):
+            return   # ``free(p); p = NULL;``
         if isinstance(s, N.Decl) and s.name in self.device:
             if s.init is None or _is_null(s.init):
                 return
