@@ -3,9 +3,10 @@ xpiler/deadline.py, docs/verification.md "The time budget").
 
 Before, the driver looked at its deadline only between steps, so one long pass (a legality check,
 a Z3 query, a candidate loop) ran on past it (the AMX int8 c output -> cuda: 806 s against 600).
-Here a pass whose check walks the program for 20 s, and a Z3 query that would run for tens of
-seconds, must stop within the budget plus a second or two. Without the deadline inside the pass
-both take their full time and the bounds below fail."""
+Here a pass whose check walks the program for 20 s must stop within a second of the deadline
+(the migration then writes its output and report: a few seconds more on a loaded host), and a Z3
+query that would run for tens of seconds within the deadline plus its grace and a second. Without
+the deadline inside the pass both take their full time and the bounds below fail."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ from conftest import EXAMPLES
 
 SRC = EXAMPLES / "relu" / "relu.c"
 SLOW_S = 20.0       # how long the slow check runs when nothing stops it
-SLACK_S = 2.5       # the driver's own work after the deadline (logging, the report) on a loaded host
+STOP_S = 1.0        # the stop, after the deadline (the check itself is within milliseconds of it)
+SLACK_S = 8.0       # the driver's work after the stop (the output, the report) on a host at load 8
 
 
 def test_check_raises_only_under_an_active_deadline_that_has_passed():
@@ -94,3 +96,5 @@ def test_a_running_pass_stops_at_the_budget(tmp_path, monkeypatch, source_verdic
     assert not any(e["type"] == "pass" for e in events)
     note = next(e for e in events if e["type"] == "note" and e.get("what") == "budget spent")
     assert note["check"] == "walk" and note["reached_target"] is False
+    # stopped at the deadline, not when the check ended by itself
+    assert note["time"] - t0 < budget + STOP_S and note["over_s"] < STOP_S, (note, t0)

@@ -37,6 +37,7 @@ deadline nothing changes (the rlimit still decides every answer).
 from __future__ import annotations
 
 import time
+import weakref
 from contextlib import contextmanager
 
 import z3
@@ -73,16 +74,20 @@ def limit(solver, budget_ms: int):
     left = _migration.left()
     if left is not None:
         wall_ms = max(1, min(wall_ms, int((left + _migration.GRACE_S) * 1000)))
-        solver.check = _checked(solver.check)
+        solver.check = _checked(solver)
     solver.set("timeout", wall_ms)
     return solver
 
 
-def _checked(check):
+def _checked(solver):
     """``solver.check`` that raises :class:`~xpiler.deadline.BudgetSpent` where the migration's
-    deadline, not the query, ended it (unknown, and the deadline has passed)."""
+    deadline, not the query, ended it (unknown, and the deadline has passed). It holds the solver
+    weakly: a bound method kept on the solver would make a cycle, and Z3's native memory would
+    then wait for the cycle collector."""
+    ref, plain = weakref.ref(solver), type(solver).check
+
     def run(*assumptions):
-        r = check(*assumptions)
+        r = plain(ref(), *assumptions)
         if r == z3.unknown:
             _migration.check("a Z3 query")
         return r
