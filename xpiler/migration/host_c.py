@@ -14,11 +14,12 @@ front end reads every non-static c function as a kernel, so:
   on them through the table: allocation, ``free``, ``memset``, and ``memcpy`` into the copy row
   its two sides select (host to device, device to host, device to device). A null check of a
   device buffer (``if (!p)``) keeps its c meaning: the allocation is written
-  ``if (cudaMalloc(...) != cudaSuccess) p = 0;``. Buffers the kernel never sees stay host
+  ``if (cudaMalloc(...) != cudaSuccess) p = 0;`` (one that an ``if`` tests first,
+  ``if ((p = malloc(n)) == NULL)``, is moved before it). Buffers the kernel never sees stay host
   memory (``malloc`` with the cast C++ needs);
 - what cannot be translated is refused as a whole with XP4102 and its line: a host pointer given
   to the kernel (no device copy exists), or a device buffer read, written or passed anywhere on
-  the host except those calls and null checks. The migration then writes the kernel without
+  the host except those calls, null checks and ``p = NULL``. The migration then writes the kernel without
   the launcher (never a launcher that would be wrong on the device; the CPU emulators, where
   device memory is host memory, could not tell).
 """
