@@ -455,8 +455,9 @@ def _budget_stopped(e: BudgetSpent, budget: float, at: dict, n_plans: int, steps
         if plan_no + 1 < n_plans and not verified:
             not_run += f"; plans not tried: {n_plans - plan_no - 1}"
     taken = ", ".join(s.pass_name for s in steps) or "none"
+    stopped = "the search was stopped" if at.get("search") else "that step was stopped and nothing of it is kept"
     what = (f"the budget of {budget:g} s ran out inside {where} ({e.where or 'a check'} saw it "
-            f"{e.over_s:.1f} s after the deadline); that step was stopped and nothing of it is kept; "
+            f"{e.over_s:.1f} s after the deadline); {stopped}; "
             f"steps taken: {taken}; {'a target program had verified' if verified else 'no target program verified'}"
             f"; not run: {not_run}")
     if pending:
