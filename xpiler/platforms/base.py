@@ -52,10 +52,13 @@ _LOC = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?:fat
 def compile_or_raise(argv: list[str], code: str, src_name: str, cwd: Path, timeout: float = 300,
                      user_file: str | None = None) -> str:
     """Run a compiler; on failure raise ``XPError(code)`` at the first error's location."""
+    from .. import deadline   # a migration's --budget cuts a build too (docs/verification.md)
+    limit = deadline.cap(timeout)
     try:
-        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        raise XPError(code, detail=f"compiler timed out after {timeout} s", file=user_file) from None
+        deadline.check("a build")   # the budget, not the kernel, stopped it: not a build failure
+        raise XPError(code, detail=f"compiler timed out after {limit:.0f} s", file=user_file) from None
     except FileNotFoundError:
         raise XPError("XP2004", what=argv[0], why="compiler not found") from None
     log = p.stdout + p.stderr
@@ -88,8 +91,9 @@ def compile_cached(key: str, files: dict[str, str], argv: list[str], code: str, 
     tmp.mkdir(parents=True, exist_ok=True)
     for name, body in files.items():
         (tmp / name).write_text(body)
+    from .pch import precompiled   # (pch.py builds on this module)
     try:
-        compile_or_raise(argv, code, src.name, tmp, user_file=str(src))
+        compile_or_raise(precompiled(argv, set(files)), code, src.name, tmp, user_file=str(src))
     except XPError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

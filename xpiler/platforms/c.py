@@ -20,15 +20,40 @@ Both facts are reported as notes (XP2007, XP2006) in the verdict.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..diagnostics import XPError
-from .base import compile_cached, content_key, tree_digest, which
+from .base import blank_noncode, compile_cached, content_key, tree_digest, which
 from ..verify.variants import flags as variant_flags
 from .harness import COMMON_INCLUDE, RUNTIME_DIR, harness_callee, main_source, poison_locals_flags, rename_entry
 from .prelude import bf16_shim_reason, cxx_reason, prepare_c
 
 SIMDE_WRAPPER = RUNTIME_DIR / "c" / "simde"
+SIMDE_FIRST = RUNTIME_DIR / "c" / "xp_simde_first.h"
+# headers that may come before a kernel's <immintrin.h> without changing what it reads
+_PLAIN_HEADERS = {"stdint.h", "stddef.h", "stdlib.h", "string.h", "math.h", "stdio.h", "float.h",
+                  "limits.h", "stdbool.h", "omp.h", "cstdint", "cstddef", "cstdlib", "cstring",
+                  "cmath", "cstdio", "cfloat", "climits"}
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)[ \t]*(.*)$", re.M)
+
+
+def immintrin_first(text: str) -> bool:
+    """True where ``text``'s first directive that is not ``#line`` or a plain standard header is
+    ``#include <immintrin.h>``: forcing the SIMDe wrapper ahead of the harness then reads the same
+    declarations as the written order (and lets it be precompiled)."""
+    for m in _DIRECTIVE.finditer(blank_noncode(text)):
+        word, rest = m.group(1), m.group(2).strip()
+        if word == "line":
+            continue
+        if word != "include" or not rest.startswith("<"):
+            return False
+        name = rest[1:rest.find(">")]
+        if name == "immintrin.h":
+            return True
+        if name not in _PLAIN_HEADERS:
+            return False
+    return False
 
 
 def cpu_flags() -> set[str]:
@@ -156,6 +181,8 @@ class CPlatform:
             main = main_source(spec, "kernel.c", cxx=False, timing=timing)
             files = {"kernel.c": text, "main.c": main}
             argv = ["gcc", *self._flags(sanitize, timing, defines), *variant_flags(defines), "main.c", "-o", "run", "-lm"]
+        if self._mode(defines) != "native" and immintrin_first(text):
+            argv[-4:-4] = ["-include", str(SIMDE_FIRST)]
         # the SIMDe wrapper is part of an emulated build (its tile emulation, masked loads, ...)
         key = content_key("c", *files.values(), " ".join(argv), tree_digest(RUNTIME_DIR / "common"),
                           tree_digest(SIMDE_WRAPPER) if "-I" + str(SIMDE_WRAPPER) in argv else "")

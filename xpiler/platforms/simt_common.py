@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .. import deadline
 from ..diagnostics import XPError
 from .base import blank_noncode, cache_root, compile_cached, content_key, emulator_cxx, tree_digest, which
 from ..verify.variants import flags as variant_flags
@@ -548,10 +549,11 @@ class SimtPlatform:
 
     def _run_check(self, argv: list[str], src: Path, cwd: Path, arch: str) -> tuple[bool, str, dict | None]:
         try:
-            p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300)
+            p = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=deadline.cap(300))
         except FileNotFoundError:
             return False, f"{argv[0]} not found", None
         except subprocess.TimeoutExpired:
+            deadline.check("a compile check")   # the budget stopped it, not the compiler
             return False, "compiler timed out", None
         log = p.stdout + p.stderr
         if p.returncode == 0:
