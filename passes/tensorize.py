@@ -38,6 +38,8 @@ in zero-padded 16-wide slices; launch block [64, 1, 1], grid [cdiv(N,16), cdiv(M
 Products of floats are exact in fp32, only the order of the sum changes. The MFMA step stands
 under ``#if XP_USE_MFMA`` (defined 1 on CDNA, 0 elsewhere: RDNA3, host passes, hip_on_cuda.h) with
 per-lane sums over the same LDS tiles as the other path (:mod:`passes.patterns.mfma_variant`).
+Half, 8-bit and bfloat16 operands take the 16x16x16 forms (bfloat16: ``..._16x16x16bf16_1k``, bit
+patterns four to a ``shortx4``, guard without gfx908, which lacks it).
 CUDA, half x half -> float matmul -> WMMA 16x16x16 (one warp per tile).  float32 inputs are
 refused on cuda (XP4001): WMMA would round them to half.
 
@@ -239,6 +241,8 @@ def _simt_plan(program, entry, target=None, ops=None, **_):
         if dts["A"] == dts["B"] == "float16" and ct.acc_dtype == dts["C"] == "float32" and \
                 _half_spelling(func, ct) in ("_Float16", "half", "__half"):
             instr = "__builtin_amdgcn_mfma_f32_16x16x16f16"     # half inputs widened, float sums
+        elif dts["A"] == dts["B"] == "bfloat16" and ct.acc_dtype == dts["C"] == "float32":
+            instr = "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k"  # bfloat16 inputs widened, float sums
         elif dts["A"] in ("int8", "uint8") and dts["B"] == "int8" and dts["C"] == "int32" and \
                 ct.acc_dtype in ("int32", "uint32"):
             instr = "__builtin_amdgcn_mfma_i32_16x16x16i8"      # int32 sums (uint8 A: offset by 128)
@@ -363,6 +367,8 @@ def _simt_apply(program, entry, **params):
             # a hip 'half' (hip_fp16.h's __half) goes through float into _Float16: exact both ways
             via = "" if _half_spelling(U.kernel_func(program, entry), ct) == "_Float16" else "(float)"
             return ST.rebuild(program, ct, ST.mfma_body(ct, half=True, via=via), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
+        if instr.endswith("16x16x16bf16_1k"):
+            return _mfma_bf16(program, ct, extra)
         if instr.endswith("16x16x16i8"):
             if not any(isinstance(it, N.Typedef) and it.name == "intx4" for it in program.items):
                 extra = [t for t in extra if "floatx4" not in t] + \
@@ -374,6 +380,25 @@ def _simt_apply(program, entry, **params):
         return ST.rebuild(program, ct, ST.tiled_body(ct, "cuda", 16, dp4a=True)), ST.launch(ct, "cuda", 16, 16, 16, 16)
     prog = ST.rebuild(program, ct, ST.wmma_body(ct), _wmma_includes(program))
     return prog, ST.launch(ct, "cuda", 32, 1, 16, 16)
+
+
+def _mfma_bf16(program, ct, extra):
+    """The bfloat16 MFMA form (passes/patterns/simt_tile.py ``mfma_body(bf16=True)``): its guard
+    names only the architectures with the bf16 "1k" builtin (gfx908 has none: it takes the plain
+    path); a program whose own guard names gfx908 is refused (that guard would pick a builtin
+    gfx908 cannot compile)."""
+    from .patterns import mfma_variant as MV
+    from .patterns import simt_tile as ST
+    texts = [it.text for it in program.items if isinstance(it, (N.Directive, N.Raw))]
+    if MV.has_guard(texts):
+        if "gfx908" in MV.guard_archs(texts):
+            raise PassError(NAME, "the program's XP_USE_MFMA guard selects gfx908, which has no "
+                                  "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k", ct.root, "XP4002")
+    else:
+        extra = [MV.guard(MV.CDNA_BF16) if t == MV.guard() else t for t in extra]
+    if not any(isinstance(it, N.Typedef) and it.name == "shortx4" for it in program.items):
+        extra.append("typedef short shortx4 __attribute__((ext_vector_type(4)));")
+    return ST.rebuild(program, ct, ST.mfma_body(ct, bf16=True), extra), ST.launch(ct, "hip", 64, 1, 16, 16)
 
 
 def _wmma_includes(program) -> list[str]:

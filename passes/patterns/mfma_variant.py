@@ -11,18 +11,24 @@ the staged A slice and column i of the staged B slice straight from the shared t
 the products to ``xp_acc[e]`` in ascending k, the order in which the MFMA step (as the simt
 emulator defines it: ``s = c[e]; s += a * b`` for k = 0..K-1) adds them. No lane reads another
 lane's registers, so the block's 64 threads may be two wave32s. Both paths read the same tiles
-between the same two barriers.
+between the same two barriers. A bfloat16 output's guard names :data:`CDNA_BF16` only: its
+builtin (``..._16x16x16bf16_1k``) came with gfx90a, so gfx908 takes the plain path there.
 """
 from __future__ import annotations
 
 NAME = "XP_USE_MFMA"
 #: the architectures whose compiler defines the MFMA builtins (clang's ``__gfxNNN__`` macros)
 CDNA = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+#: those with ``__builtin_amdgcn_mfma_f32_16x16x16bf16_1k`` (the "1k" bf16 forms came with gfx90a:
+#: clang-15 for gfx908 stops with "Cannot select: intrinsic llvm.amdgcn.mfma.f32.16x16x16bf16.1k"),
+#: so a bf16 output's guard leaves gfx908 on the plain path
+CDNA_BF16 = tuple(a for a in CDNA if a != "gfx908")
 
 
-def guard() -> str:
-    """The guard's definition, a top-level item of the output (the variant contract's form)."""
-    cond = " || ".join(f"defined(__{a}__)" for a in CDNA)
+def guard(archs=CDNA) -> str:
+    """The guard's definition, a top-level item of the output (the variant contract's form):
+    ``XP_USE_MFMA`` is 1 where the compiler targets one of ``archs``."""
+    cond = " || ".join(f"defined(__{a}__)" for a in archs)
     return "\n".join([f"#ifndef {NAME}", f"#if {cond}", f"#define {NAME} 1", "#else", f"#define {NAME} 0",
                       "#endif", "#endif"])
 
@@ -30,6 +36,16 @@ def guard() -> str:
 def has_guard(texts) -> bool:
     """Whether one of the program's top-level directive texts already defines the guard."""
     return any(t.strip() == f"#ifndef {NAME}" for t in texts)
+
+
+def guard_archs(texts) -> set:
+    """The architectures named by the program's guard (its ``#if defined(__gfxNNN__) || ...``
+    line right after ``#ifndef XP_USE_MFMA``); empty where it has no guard."""
+    texts = [t.strip() for t in texts]
+    for n, t in enumerate(texts[:-1]):
+        if t == f"#ifndef {NAME}":
+            return {a for a in CDNA if f"defined(__{a}__)" in texts[n + 1]}
+    return set()
 
 
 def wrap(mfma_lines: list[str], plain_lines: list[str]) -> list[str]:
@@ -65,3 +81,15 @@ def plain_i8(ind: str = "    ") -> list[str]:
             f"(unsigned)((int)xp_As[(4 * xp_g + xp_eq) * 16 + xp_kq] * xp_bq));",
             f"{ind}    }}",
             f"{ind}}}"]
+
+
+def plain_bf16(ind: str = "    ") -> list[str]:
+    """The bfloat16 tiles (bit patterns in ``unsigned short``): each element widened to float
+    exactly (its bits are the float's upper half), the product taken and added in float."""
+    return [
+        f"{ind}for (int xp_kq = 0; xp_kq < 16; ++xp_kq) {{",
+        f"{ind}    const float xp_bq = __uint_as_float((unsigned)xp_Bs[xp_kq * 16 + xp_li] << 16);",
+        f"{ind}    for (int xp_eq = 0; xp_eq < 4; ++xp_eq) {{",
+        f"{ind}        xp_acc[xp_eq] += __uint_as_float((unsigned)xp_As[(4 * xp_g + xp_eq) * 16 + xp_kq] << 16) * xp_bq;",
+        f"{ind}    }}",
+        f"{ind}}}"]

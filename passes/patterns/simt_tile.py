@@ -23,7 +23,8 @@ Emitted kernels (all guard every global access; padding is zero, so the sums are
   product; ``double=True`` keeps two buffers and loads tile t+1 while computing tile t;
 * :func:`mfma_body`   — hip, float32: one wave64 per 16x16 output tile,
   ``__builtin_amdgcn_mfma_f32_16x16x4f32`` with lane l supplying A[i][g] / B[g][i]
-  (i = l % 16, g = l / 16) and holding D[4g+e][i] in element e; under ``#if XP_USE_MFMA``, with
+  (i = l % 16, g = l / 16) and holding D[4g+e][i] in element e (half, int8 and bfloat16 operands:
+  the 16x16x16 forms); under ``#if XP_USE_MFMA``, with
   per-lane sums from the shared tiles for the architectures without MFMA (:mod:`.mfma_variant`);
 * :func:`wmma_body`   — cuda, half inputs / float accumulate: one warp per 16x16 output tile,
   16x16x16 fragments over zero-padded shared tiles, the accumulator stored through shared
@@ -714,7 +715,7 @@ def launch_rowvec(ct: Contraction, dialect: str, T: int, cols: int | None = None
     return out
 
 
-def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = False) -> str:
+def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = False, bf16: bool = False) -> str:
     """hip: one wave64 per 16x16 tile of C, K in LDS slices of 16. float32: four 16x16x4 steps
     per slice, lane l (i = l % 16, g = l / 16) supplying A[i][kk+g] / B[kk+g][i]. ``half`` (half x
     half -> float): one ``__builtin_amdgcn_mfma_f32_16x16x16f16`` per slice, lane l supplying
@@ -726,10 +727,18 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = F
     int; the instruction multiplies signed bytes, so a uint8 A is staged as ``a - 128`` and
     ``128 * sum_k B[k][i]`` (each lane sums its column of the staged B slices) is added back when
     storing: ``sum (a - 128) b + 128 sum b = sum a b``, exactly, in int32 sums modulo 2^32.
+    ``bf16`` (bfloat16 x bfloat16 -> float): the tiles hold the operands' bit patterns (``unsigned
+    short``, read off the float each widens to exactly: its upper half), and one
+    ``__builtin_amdgcn_mfma_f32_16x16x16bf16_1k`` per slice takes them four to a ``shortx4`` in the
+    f16 layout; the plain path widens each back (``__uint_as_float(bits << 16)``). Products of two
+    bfloat16 values have at most 16 significant bits, so both paths and the source add the same
+    float products in the same order (see :func:`.mfma_variant.plain_bf16`).
     Every form's MFMA step stands under ``#if XP_USE_MFMA``, with the same sums taken per lane from
     the shared tiles under ``#else`` (:mod:`.mfma_variant`: RDNA3, host passes, hip_on_cuda.h)."""
     if int8:
         return _mfma_i8_body(ct)
+    if bf16:
+        return _mfma_bf16_body(ct)
     E = Emit(ct, "hip")
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
@@ -769,6 +778,48 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = F
           f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : {zero};",
           "    }",
           "    __syncthreads();"] + step + [
+          "    __syncthreads();",
+          "}",
+          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
+          "    const int xp_c = xp_col0 + xp_li;",
+          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
+          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_acc[xp_e];",
+          "    }",
+          "}"]
+    return _batched(ct, E, L, head)
+
+
+def _mfma_bf16_body(ct: Contraction) -> str:
+    E = Emit(ct, "hip")
+    Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
+    b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
+    L = ["__shared__ unsigned short xp_As[256];", "__shared__ unsigned short xp_Bs[256];",
+         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
+         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+    head = len(L)
+
+    def bits(load):         # bfloat16 -> float is exact; the value's bits are the float's upper half
+        return f"(unsigned short)(__float_as_uint((float){load}) >> 16)"
+    la = bits(E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c'))
+    lb = bits(E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c'))
+    L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
+          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
+          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
+          "        const int xp_r = xp_t / 16;",
+          "        const int xp_c = xp_t % 16;",
+          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : (unsigned short)0;",
+          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : (unsigned short)0;",
+          "    }",
+          "    __syncthreads();"] + MV.wrap([
+          "    shortx4 xp_a;",
+          "    shortx4 xp_bv;",
+          "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+          "        xp_a[xp_e] = (short)xp_As[xp_li * 16 + 4 * xp_g + xp_e];",
+          "        xp_bv[xp_e] = (short)xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li];",
+          "    }",
+          "    xp_acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(xp_a, xp_bv, xp_acc, 0, 0, 0);"],
+          MV.plain_bf16()) + [
           "    __syncthreads();",
           "}",
           "for (int xp_e = 0; xp_e < 4; ++xp_e) {",

@@ -43,7 +43,7 @@ TYPE_KEYWORDS = SCALAR_KEYWORDS | {"const", "volatile", "struct", "union", "enum
 
 #: type names the dialects' headers provide; injected as typedefs when the file uses them
 KNOWN_SCALAR_TYPES = {
-    "half", "__half", "bfloat16", "bfloat16_t", "__nv_bfloat16", "__hip_bfloat16", "_Float16", "__bf16",
+    "half", "__half", "bfloat16", "bfloat16_t", "__nv_bfloat16", "__hip_bfloat16", "hip_bfloat16", "_Float16", "__bf16",
     "bool", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
     "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
     "__mmask8", "__mmask16", "__mmask32", "__mmask64",

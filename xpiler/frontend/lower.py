@@ -17,7 +17,7 @@ SCALAR_NAMES = {
     "float": "float32", "double": "float64", "long double": "float64",
     "half": "float16", "__half": "float16", "_Float16": "float16", "__fp16": "float16",
     "bfloat16": "bfloat16", "bfloat16_t": "bfloat16", "__nv_bfloat16": "bfloat16", "__bf16": "bfloat16",
-    "__hip_bfloat16": "bfloat16",
+    "__hip_bfloat16": "bfloat16", "hip_bfloat16": "bfloat16",
     "int": "int32", "signed": "int32", "signed int": "int32", "int32_t": "int32",
     "unsigned": "uint32", "unsigned int": "uint32", "uint32_t": "uint32",
     "char": "char", "signed char": "int8", "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",

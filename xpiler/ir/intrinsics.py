@@ -304,6 +304,22 @@ _reg(IntrinsicDef("__builtin_amdgcn_mfma_f32_16x16x16f16", ("hip",), "mfma",
                   (Arg("a", "vec", "halfx4"), Arg("b", "vec", "halfx4"), Arg("c", "vec", "floatx4"),
                    Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "floatx4",
                   semantics=_mfma_16x16x16f16, doc="D(16x16) = A(16x16) B(16x16) + C, half inputs, float accumulate"))
+def _mfma_16x16x16bf16_1k(a, b, c):
+    """Lane l supplies A[i][4g+e] / B[4g+e][i] as bfloat16 bit patterns (four shorts); each is
+    widened to float exactly (bits << 16); D = A B + C in float."""
+    def widen(w):
+        bits = (np.asarray(w, np.int64) & 0xFFFF).astype(np.uint32) << 16
+        return bits.view(np.float32)
+    f = np.float32
+    return _lanes(_mfma_k16(widen(a), widen(b), np.asarray(c, f), f), f)
+
+
+_reg(IntrinsicDef("__builtin_amdgcn_mfma_f32_16x16x16bf16_1k", ("hip",), "mfma",
+                  (Arg("a", "vec", "shortx4"), Arg("b", "vec", "shortx4"), Arg("c", "vec", "floatx4"),
+                   Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "floatx4",
+                  semantics=_mfma_16x16x16bf16_1k,
+                  doc="D(16x16) = A(16x16) B(16x16) + C, bfloat16 bit patterns four to a shortx4 (the f16 lane "
+                      "layout), float accumulate; gfx90a and later (not gfx908)"))
 _reg(IntrinsicDef("__builtin_amdgcn_mfma_i32_16x16x16i8", ("hip",), "mfma",
                   (Arg("a", "scalar", "int32"), Arg("b", "scalar", "int32"), Arg("c", "vec", "intx4"),
                    Arg("cbsz", "imm"), Arg("abid", "imm"), Arg("blgp", "imm")), "intx4",

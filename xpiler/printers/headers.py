@@ -64,8 +64,10 @@ def headers_for(prog: N.Program, target: str) -> tuple:
 def missing_hip_headers(prog: N.Program) -> tuple:
     """The HIP headers a hip program needs and does not include: ``hip/hip_runtime.h`` always
     (hipcc does not add it, unlike nvcc's implicit ``cuda_runtime.h``: a CUDA source without
-    includes retargeted to hip would not know ``__global__``), and ``hip/hip_fp16.h`` where
-    float16 is spelled ``half``/``__half`` (``_Float16`` is built in)."""
+    includes retargeted to hip would not know ``__global__``), ``hip/hip_fp16.h`` where
+    float16 is spelled ``half``/``__half`` (``_Float16`` is built in), and ``hip/hip_bfloat16.h``
+    where bfloat16 is printed ``hip_bfloat16`` (hip_runtime.h does not declare it; a kernel re-derived
+    through loops has lost its source's bfloat16 header)."""
     own = " ".join(i.text for i in prog.items if isinstance(i, N.Directive) and i.kind == "include")
     need = []
     if "hip_runtime.h" not in own:
@@ -74,4 +76,8 @@ def missing_hip_headers(prog: N.Program) -> tuple:
                                        and (n.spelling or "") in ("half", "__half", "half2", "__half2")
                                        for n in walk(prog.items)):
         need.append("hip/hip_fp16.h")
+    if "hip_bfloat16.h" not in own and "hip_bf16.h" not in own and any(
+            isinstance(n, N.Scalar) and n.dtype == "bfloat16" and n.spelling not in ("__bf16", "__hip_bfloat16")
+            for n in walk(prog.items)):
+        need.append("hip/hip_bfloat16.h")
     return tuple(N.Directive(f"#include <{h}>", "include") for h in need)

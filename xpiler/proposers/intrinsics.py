@@ -19,6 +19,7 @@ SIGNATURES: dict[str, tuple[str, str]] = {
     "__builtin_amdgcn_mfma_f32_32x32x2f32": ("hip", "floatx16 __builtin_amdgcn_mfma_f32_32x32x2f32(float a, float b, floatx16 c, int cbsz, int abid, int blgp)  // wave64"),
     "__builtin_amdgcn_mfma_f32_16x16x4f32": ("hip", "floatx4 __builtin_amdgcn_mfma_f32_16x16x4f32(float a, float b, floatx4 c, int cbsz, int abid, int blgp)  // wave64, floatx4 = float ext_vector_type(4)"),
     "__builtin_amdgcn_mfma_f32_16x16x16f16": ("hip", "floatx4 __builtin_amdgcn_mfma_f32_16x16x16f16(halfx4 a, halfx4 b, floatx4 c, int cbsz, int abid, int blgp)  // wave64"),
+    "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k": ("hip", "floatx4 __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(shortx4 a, shortx4 b, floatx4 c, int cbsz, int abid, int blgp)  // wave64, bfloat16 bit patterns, gfx90a+ (not gfx908)"),
     "__memcpy": ("bang", "void __memcpy(void* dst, const void* src, int bytes, mluMemcpyDirection_t dir)  // dir: GDRAM2NRAM, NRAM2GDRAM, GDRAM2WRAM, NRAM2NRAM, GDRAM2SRAM, SRAM2NRAM…; strided form: (dst, src, seg_bytes, dir, dst_stride_bytes, src_stride_bytes, segnum) copies segnum+1 segments"),
     "__bang_add": ("bang", "void __bang_add(T* dst, const T* a, const T* b, int n)  // NRAM, n elements"),
     "__bang_sub": ("bang", "void __bang_sub(T* dst, const T* a, const T* b, int n)"),

@@ -1584,6 +1584,8 @@ inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
  *   16x16x4f32:  lane supplies a = A[i][g], b = B[g][i]; holds D[4g+e][i] in element e.
  *   16x16x16f16: lane supplies a[e] = A[i][4g+e], b[e] = B[4g+e][i]; D as above.
  *   16x16x16i8:  the same with four signed bytes packed in an int; int32 D.
+ *   16x16x16bf16_1k (gfx90a and later, not gfx908): the f16 layout with four bfloat16 bit
+ *                patterns in a vector of four shorts; float D.
  * ---------------------------------------------------------------------------------------- */
 typedef float xps_floatx4 __attribute__((vector_size(16)));
 typedef _Float16 xps_halfx4 __attribute__((vector_size(8)));
@@ -1642,6 +1644,37 @@ inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x16f16(xps_halfx4 a, xps_halfx
       memcpy(&av, w.slot[(k / 4) * 16 + row] + 2 * (k % 4), 2);     /* A[row][k] */
       memcpy(&bv, w.slot[(k / 4) * 16 + i] + 8 + 2 * (k % 4), 2);   /* B[k][i]   */
       s += (float)av * (float)bv;
+    }
+    d[e] = s;
+  }
+  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
+  return d;
+}
+
+/* 16x16x16bf16_1k: lane supplies a[e] = A[i][4g+e], b[e] = B[4g+e][i] as bfloat16 bit patterns
+ * (the upper half of the float of the same value). Each value is widened to float exactly (the bits
+ * shifted up by 16) and, per output element, the 16 products are added to c[e] one at a time in
+ * ascending k, in float: the order of the f16 builtin, and of the plain path of our outputs. */
+typedef short xps_shortx4 __attribute__((vector_size(8)));
+inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(xps_shortx4 a, xps_shortx4 b, xps_floatx4 c, int cbsz, int abid,
+                                                            int blgp, XPS_SITE) {
+  const char *what = "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k";
+  ::xps::mfma_check(what, cbsz, abid, blgp, XPS_SITE_FWD);
+  ::xps::Fiber *me = ::xps::g.cur;
+  ::xps::Warp &w = ::xps::g.warps[me->warp];
+  memcpy(w.slot[me->lane], &a, 8);
+  memcpy(w.slot[me->lane] + 8, &b, 8);
+  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
+  unsigned i = me->lane % 16, gq = me->lane / 16;
+  xps_floatx4 d;
+  for (int e = 0; e < 4; ++e) {
+    unsigned row = 4 * gq + e;
+    float s = c[e];
+    for (unsigned k = 0; k < 16; ++k) {
+      unsigned short ab, bb;
+      memcpy(&ab, w.slot[(k / 4) * 16 + row] + 2 * (k % 4), 2);     /* A[row][k] */
+      memcpy(&bb, w.slot[(k / 4) * 16 + i] + 8 + 2 * (k % 4), 2);   /* B[k][i]   */
+      s += __uint_as_float((unsigned)ab << 16) * __uint_as_float((unsigned)bb << 16);
     }
     d[e] = s;
   }
