@@ -136,7 +136,7 @@ def test_an_mfma_hip_output_read_back_prints_as_cuda_without_the_variant_and_ver
     text, v = _verify_as(parse_file(path), "cuda", spec, tmp_path)
     assert "XP_USE_MFMA" not in text and "__builtin_amdgcn" not in text
     assert v.verified, v.failures[:1]
-    assert v.substrate == "emu:simt-cpu"
+    assert "emu:simt-cpu" in v.substrate.split(" + ")   # (a GPU machine adds hw:nvidia-...)
 
 
 @pytest.fixture(scope="module")
