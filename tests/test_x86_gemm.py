@@ -9,6 +9,7 @@ from xpiler.ir.visit import walk
 from xpiler.passes import tensorize
 from xpiler.passes.base import PassError
 from xpiler.passes.patterns import x86_gemm as XG
+from xpiler.printers import print_program
 
 from test_pass_cache import ROOT, verify
 
@@ -54,6 +55,18 @@ def test_verifies_under_simde(monkeypatch):
     r = tensorize.apply(p, entry="bmm", target="c", micro="6x32", kc=40, nc=64)
     v = verify(r, src, dialect="c", launch={})
     assert v.verified and v.substrate == "emu:simde-cpu", v.failures[:1]
+
+
+def test_a_block_is_copied_by_rows_and_read_at_constant_row_offsets():
+    # (docs/decisions.md, 2026-12-06 "A panels by rows"): row i of A's block at ap + i*KC, copied
+    # 16 floats at a time; the micro-kernel reads row r of its panel at r*KC (no scalar interleave)
+    _, p = example("bmm")
+    text = print_program(tensorize.apply(p, entry="bmm", target="c", micro="6x32", kc=128))
+    assert "float *xg_dst = xg_ap + xg_i * 128;" in text
+    assert "_mm512_storeu_ps(xg_dst + xg_k, _mm512_loadu_ps(xg_src + xg_k));" in text
+    assert "const float *xg_pa = xg_ap + xg_ir * 128;" in text
+    assert all(f"_mm512_set1_ps(xg_pa[{r * 128} + xg_k])" in text for r in range(6))
+    assert "* 6 + xg_r]" not in text
 
 
 @pytest.mark.parametrize("src", ["gemm/gemm.cu", "gemm/gemm.mlu", "bmm/bmm.hip"])

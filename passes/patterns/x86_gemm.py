@@ -10,10 +10,15 @@ program is read like a bound SIMT loop).  It becomes, per batch and per NC-wide 
 and KC-deep slice of k:
 
 * B's slice packed into NR-column panels (``Bp[panel][k][NR]``, columns past N zero), once;
-* for each MC-row block (the OpenMP loop): A's block packed into MR-row panels
-  (``Ap[panel][k][MR]``, rows past M zero) in a stack buffer of the thread;
+* for each MC-row block (the OpenMP loop): A's block copied row by row into a stack buffer of the
+  thread (``Ap[i][k]``, row stride KC, the slice's largest depth; 16 floats per load / store; rows
+  up to the last MR-row panel's end past M zero). Until 2026-12-06 the rows were interleaved
+  (``Ap[panel][k][MR]``) by a scalar copy, one element per store: M*K stores per column block
+  against M*K*N/16 FMAs, a large share where N is small (bmm 8 x 128^3 ran at 0.63x of PyTorch on
+  the Xeon, gemm 512^3 at 0.90x; an estimate, not a measurement: docs/decisions.md);
 * an MR x NR micro-kernel per (row panel, column panel): MR x NR/16 ``__m512`` accumulators in
-  registers, per k one broadcast of ``Ap`` per row and NR/16 loads of ``Bp``,
+  registers, per k one broadcast of ``Ap`` per row (row r at the constant offset r*KC) and NR/16
+  loads of ``Bp``,
   ``_mm512_fmadd_ps``; the first slice starts from zero, later slices reload C (masked); the
   tile is stored with ``_mm512_mask_storeu_ps`` (rows past M skipped, columns past N masked).
 
@@ -326,18 +331,30 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     w(f"                    for (long {P}ic = 0; {P}ic < {P}M; {P}ic += {mc}) {{")
     w(f"                        float {P}ap[{mc * kc}];")
     w(f"                        const long {P}mc = {P}M - {P}ic < {mc} ? {P}M - {P}ic : {mc};")
-    w(f"                        for (long {P}ip = 0; {P}ip < {P}mc; {P}ip += {mr}) {{")
-    w(f"                            float *{P}dst = {P}ap + {P}ip * {P}kc;")
-    w(f"                            for (long {P}r = 0; {P}r < {mr}; ++{P}r) {{")
-    w(f"                                if ({P}ip + {P}r < {P}mc) {{")
-    w(f"                                    const {ta} *{P}src = {P}A + ({P}ic + {P}ip + {P}r) * {P}lda + {P}pc;")
-    w(f"                                    for (long {P}k = 0; {P}k < {P}kc; ++{P}k)")
-    w(f"                                        {P}dst[{P}k * {mr} + {P}r] = {'(float)' if 'A' in half else ''}"
-      f"{P}src[{P}k];")
-    w("                                } else {")
-    w(f"                                    for (long {P}k = 0; {P}k < {P}kc; ++{P}k)")
-    w(f"                                        {P}dst[{P}k * {mr} + {P}r] = 0.0f;")
-    w("                                }")
+    # A's block row by row: row i of the block at ap + i*KC (KC, the slice's largest depth, a
+    # constant: the micro-kernel reads row r of its panel at a fixed offset r*KC), each row one
+    # contiguous copy (16 floats per load / store) instead of a scalar interleave, and the rows up
+    # to the last panel's end (past M) zero (docs/decisions.md, 2026-12-06 "A panels by rows")
+    w(f"                        const long {P}mp = ({P}mc + {mr - 1}) / {mr} * {mr};")
+    w(f"                        for (long {P}i = 0; {P}i < {P}mp; ++{P}i) {{")
+    w(f"                            float *{P}dst = {P}ap + {P}i * {kc};")
+    w(f"                            if ({P}i < {P}mc) {{")
+    w(f"                                const {ta} *{P}src = {P}A + ({P}ic + {P}i) * {P}lda + {P}pc;")
+    if "A" in half:
+        w(f"                                for (long {P}k = 0; {P}k < {P}kc; ++{P}k)")
+        w(f"                                    {P}dst[{P}k] = (float){P}src[{P}k];")
+    else:
+        w(f"                                long {P}k = 0;")
+        w(f"                                for (; {P}k + 16 <= {P}kc; {P}k += 16)")
+        w(f"                                    _mm512_storeu_ps({P}dst + {P}k, _mm512_loadu_ps({P}src + {P}k));")
+        w(f"                                if ({P}k < {P}kc) {{")
+        w(f"                                    const __mmask16 {P}mk = (__mmask16)((1u << ({P}kc - {P}k)) - 1u);")
+        w(f"                                    _mm512_mask_storeu_ps({P}dst + {P}k, {P}mk, "
+          f"_mm512_maskz_loadu_ps({P}mk, {P}src + {P}k));")
+        w("                                }")
+    w("                            } else {")
+    w(f"                                for (long {P}k = 0; {P}k < {P}kc; ++{P}k)")
+    w(f"                                    {P}dst[{P}k] = 0.0f;")
     w("                            }")
     w("                        }")
     w(f"                        for (long {P}jr = 0; {P}jr < {P}nc; {P}jr += {nr}) {{")
@@ -347,7 +364,7 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
           f"({P}n{v} <= 0 ? 0u : (1u << {P}n{v}) - 1u));")
     w(f"                            const float *{P}pb = {P}bp + {P}jr * {P}kc;")
     w(f"                            for (long {P}ir = 0; {P}ir < {P}mc; {P}ir += {mr}) {{")
-    w(f"                                const float *{P}pa = {P}ap + {P}ir * {P}kc;")
+    w(f"                                const float *{P}pa = {P}ap + {P}ir * {kc};")
     w(f"                                const long {P}mr = {P}mc - {P}ir;")
     w(f"                                float *{P}c = {P}C + ({P}ic + {P}ir) * {P}ldc + {P}jc + {P}jr;")
     acc = [[f"{P}c{r}_{v}" for v in range(nv)] for r in range(mr)]
@@ -360,7 +377,7 @@ def body_text(g: Gemm, t: Tile, original: str) -> str:
     for v in range(nv):
         w(f"                                    const __m512 {P}b{v} = _mm512_loadu_ps({P}pb + {P}k * {nr} + {16 * v});")
     for r in range(mr):
-        w(f"                                    const __m512 {P}a{r} = _mm512_set1_ps({P}pa[{P}k * {mr} + {r}]);")
+        w(f"                                    const __m512 {P}a{r} = _mm512_set1_ps({P}pa[{r * kc} + {P}k]);")
         for v in range(nv):
             w(f"                                    {acc[r][v]} = _mm512_fmadd_ps({P}a{r}, {P}b{v}, {acc[r][v]});")
     w("                                }")
