@@ -163,6 +163,7 @@ class _Row:
         self.state = {}         # buffer -> {"V", "P", "main", "tail"} (values over LANE)
         self.celem = {}         # (buffer, constant index) -> value
         self.lets = lets
+        self.kept_tail = None   # the first lane loop that emits work over tail lanes, if any
 
     # values ------------------------------------------------------------------------------
     def _value_at(self, b, part, idx, node):
@@ -352,6 +353,8 @@ class _Row:
                 continue
             if part == "tail" and self._identity_tail(emitted):
                 continue
+            if part == "tail" and self.kept_tail is None:
+                self.kept_tail = lp
             out.append(lp.with_(lo=plo, hi=phi, body=lp.body.with_(stmts=tuple(emitted)), pragmas=()))
         if len(out) == 2:
             # both parts do work: one loop over the loop's own lanes, each buffer read choosing
@@ -593,8 +596,10 @@ def _tidy(stmts) -> list:
         n.expr, N.Cast) and n.expr.type == n.type else n) if not (isinstance(x, N.Comment) and x.trailing)]
 
 
-def unstage(program, entry: str):
-    """The program with its staged row loop un-staged; raises Refused."""
+def unstage(program, entry: str, tails: str = "keep"):
+    """The program with its staged row loop un-staged; raises Refused. ``tails="dropped"``: refused
+    (XP4002) where a lane loop keeps work over the tail lanes (a loop of ``i < V ? M(i) : T(i)``
+    selects or a tail-only loop), so that only rows whose tails all drop are un-staged."""
     from . import unstage_row_blocks as RB
     fn = program.func(entry)
     buffers = _buffers(program, fn)
@@ -653,6 +658,9 @@ def unstage(program, entry: str):
             raise Refused(str(e), e.code, e.node) from None
     if _vars(new_loop) & set(used):
         raise Refused("a staged buffer is still used after the rewrite", "XP4281", loop)
+    if tails == "dropped" and eng.kept_tail is not None:
+        raise Refused(f"loop '{eng.kept_tail.var}' keeps work over the padded tail lanes (tails='dropped' takes "
+                      "only rows whose tails all drop)", "XP4002", eng.kept_tail)
     new_prelude = _early_exit(_drop_unread(new_prelude, top=True, context=[new_loop] + after), new_loop, eng.z)
     new_fn = fn.with_(body=fn.body.with_(stmts=tuple(_tidy(new_prelude) + [new_loop] + after)))
     items = tuple(new_fn if it is fn else it for it in program.items
@@ -688,11 +696,15 @@ def _early_exit(prelude, loop, z) -> list:
     return out
 
 
-def apply(program, *, entry: str, **_):
+def apply(program, *, entry: str, tails: str = "keep", **_):
+    """``tails``: "keep" (default: a tail that does not drop stays as work over its lanes) or
+    "dropped" (the c plan: such a row is refused, XP4002; docs/passes/unstage_rows.md)."""
     if program.dialect != "bang":
         raise PassError(NAME, f"row un-staging reads BANG kernels, not {program.dialect}", None, "XP4002")
+    if tails not in ("keep", "dropped"):
+        raise PassError(NAME, f"tails={tails!r}: 'keep' or 'dropped'", None, "XP4001")
     try:
-        return unstage(program, entry)
+        return unstage(program, entry, tails)
     except Refused as e:
         code = "XP4002" if e.code == "XP4002" else e.code
         raise PassError(NAME, str(e), e.node, code) from None

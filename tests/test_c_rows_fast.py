@@ -1,5 +1,6 @@
 """Row kernels from BANG sources to c: the cycle operations' flat ``seg[i % m]`` loops become rows
-of ``m`` (passes/modulo_split.py), so that tensorize vectorizes them (layernorm.mlu, rmsnorm.mlu);
+of ``m`` (passes/modulo_split.py), so that tensorize vectorizes them (layernorm.mlu, rmsnorm.mlu
+until 2026-12-06; they are now un-staged first and bring no cycle op to the step);
 the split is exact for every n and m (compiled and run against the original loop here), refused
 with its reason where it is not legal, and offered in the default plan bang -> c."""
 from __future__ import annotations
@@ -122,17 +123,22 @@ def _events(r):
     return [json.loads(x) for x in r.log_path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("src,seg", [("layernorm/layernorm.mlu", ("gamma_buf", "beta_buf")),
-                                     pytest.param("rmsnorm/rmsnorm.mlu", ("gamma_buf",), marks=pytest.mark.long)])
-def test_default_migration_vectorizes_the_cycle_ops(tmp_path, src, seg):
+@pytest.mark.parametrize("src,seg,sums", [("layernorm/layernorm.mlu", ("gamma", "beta"), 2),
+                                          pytest.param("rmsnorm/rmsnorm.mlu", ("gamma",), 1, marks=pytest.mark.long)])
+def test_default_migration_unstages_the_rows(tmp_path, src, seg, sums):
+    # since 2026-12-06 the rows are un-staged before the staged plan that modulo_split serves
+    # (tests/test_c_rows_unstaged.py): no NRAM block, no cycle op left to split
     from xpiler.api import migrate
     r = migrate(EXAMPLES / src, to="c", outdir=tmp_path / "o", perf=False)
     assert r.verified
-    ran = [e for e in _events(r) if e["type"] == "pass" and e["name"] == "modulo_split"]
-    assert ran and ran[0]["applied"]
+    ran = {e["name"]: e["applied"] for e in _events(r) if e["type"] == "pass"}
+    assert ran.get("unstage_rows") and "modulo_split" not in ran
+    assert "x_buf" not in r.code and "% padded" not in r.code
     for buf in seg:
-        # the segment is read with contiguous vector loads, not one element per `i % padded`
-        assert f"_mm512_loadu_ps(&{buf}[xp_col" in r.code
+        # the row of gamma / beta is read from memory with contiguous vector loads
+        assert f"_mm512_loadu_ps(&{buf}[" in r.code
+    # every row sum vectorized (layernorm: the mean and the centred variance)
+    assert r.code.count("_mm512_reduce_add_ps(") == sums
     if os.environ.get("XPILER_C_SUBSTRATE") != "simde":
         # the same output also verifies under SIMDe (emu:simde-cpu)
         skip_without_simde()

@@ -23,8 +23,9 @@ def test_simt_to_simt_tries_the_matrix_plan_first():
     assert ("cache", {"target": "hip", REQUIRE: True}) in ps[1] and "untile" not in [n for n, _ in ps[1]]
     # the retarget plan: a grid-stride kernel's launch sized from the problem, else the source's
     assert ("binding", {"target": "hip", "mode": "retarget", ALTERNATIVES: [REGRID, {}]}) in ps[2]
-    # bang -> c: only the register-tiled gemm plan (tests/test_x86_gemm.py) is probed
-    assert all(not p.get(REQUIRE) for plan in plans("bang", "c")[1:] for _, p in plan)
+    # bang -> c: only the register-tiled gemm plan (tests/test_x86_gemm.py) and the un-staged row
+    # plan (tests/test_c_rows_unstaged.py) are probed
+    assert all(not p.get(REQUIRE) for plan in plans("bang", "c")[2:] for _, p in plan)
 
 
 def test_matrix_plan_is_skipped_when_no_matrix_instruction_applies(tmp_path):

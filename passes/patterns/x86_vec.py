@@ -432,10 +432,19 @@ def _vev(v, env):
 
 
 def same_function(scalar, vector, leaves) -> bool:
-    """Evaluate both on probes: each leaf (load, invariant, float local) gets its own probe."""
+    """Evaluate both on probes: each leaf (load, invariant, float local) gets its own probe, and
+    leaves that are the same expression (one element read twice, one scalar used twice) the same
+    probe: they hold one value in the loop's iteration. (Each occurrence getting its own probe made
+    ``(x[i] - m) * (x[i] - m)`` look unlike the loop whenever one node object stood at both places,
+    e.g. a value substituted twice by passes/unstage_rows.py, which then stayed scalar.)"""
     pr = SE.probes()
     senv, venv, subst = {}, {}, {}
-    for k, (s, v) in enumerate(leaves):
+    first: list = []                       # one representative per distinct leaf expression
+    for s, v in leaves:
+        k = next((n for n, f in enumerate(first) if f == s), None)
+        if k is None:
+            k = len(first)
+            first.append(s)
         vals = np.roll(pr, 7 * k)
         name = f"__leaf{k}"
         senv[name] = vals

@@ -200,7 +200,17 @@ def direction_plans(src: str, dst: str) -> list[list[tuple[str, dict]]]:
         # __bang_max / __bang_min whose index is never read a max / min fold (passes/argmax_value.py),
         # so that tensorize vectorizes them; each skipped (XP4002) where the program has no such loop
         rows_c = general[:-1] + [("modulo_split", {}), ("argmax_value", {})] + general[-1:]
-        return [general[:2] + [("unblock", {})] + general[2:-1] + [gemm_c], rows_c]
+        # a row loop over NRAM-staged padded rows (layernorm / rmsnorm.mlu) is un-staged into a
+        # plain row body over global memory first (passes/unstage_rows.py, as to cuda / hip): loop
+        # recovery collapses the tasks' row ranges into one loop over the rows, which binding makes
+        # the OpenMP loop and tensorize vectorizes like layernorm.cu's rows. Only rows whose padded
+        # tails all drop (tails="dropped"): a kept tail is a loop of per-lane selects the c
+        # vectorizer leaves scalar (softmax.mlu's NEG_BIG tail), which the staged plan vectorizes.
+        # Probed: the plans below follow unchanged where un-staging does not apply
+        # (docs/decisions.md, 2026-12-06 "bang -> c row kernels are un-staged")
+        unstaged = general[:1] + [("unstage_rows", {"tails": "dropped", REQUIRE: True}), recover(),
+                                  ("argmax_value", {})] + general[2:]
+        return [general[:2] + [("unblock", {})] + general[2:-1] + [gemm_c], unstaged, rows_c]
     if src == "bang" and dst in SIMT:
         # a BANG blocked matmul (NRAM/WRAM k slices, rows split over tasks) is un-blocked back to
         # the plain contraction (passes/unblock.py), so that cache / tensorize write shared-memory
