@@ -101,6 +101,9 @@ class RowPlan:
     boff: dict = field(default_factory=dict)
     outer: Optional[N.For] = None
     scratch: int = 0            # NRAM buffers of a staged buffer's size a tensorize form will add
+    # bfloat16 operands read only widened to float in an accumulated product: staged as float
+    # (converted in NRAM after the copy), so that the float __bang_matmul form applies
+    widen: set = field(default_factory=set)
 
 
 def _loop_ranges(body_block) -> dict:
@@ -208,7 +211,9 @@ def analyse_rows(program, func, loop: N.For, batch: Optional[str] = None, body=N
             plan.wram = set()
     else:
         plan.wram = {b for b in plan.inv if _mult_operand(blk, b)
-                     or (plan.dtypes[b] == "float16" and _widened_acc_operand(blk, b))}
+                     or (plan.dtypes[b] in ("float16", "bfloat16") and _widened_acc_operand(blk, b))}
+        plan.widen = {b for b in plan.dtypes if plan.dtypes[b] == "bfloat16" and b not in plan.written
+                      and _widened_acc_operand(blk, b) and _only_widened(blk, b)}
         # the int8 rhs of an integer contraction (patterns/bang_matmul_i8.py), whose fixed-point
         # __bang_matmul form needs NRAM scratch as large as the staged buffers
         from .bang_matmul_i8 import SCRATCH_BUFFERS, accumulated_int8_operands
@@ -330,18 +335,36 @@ def _widened_acc_operand(blk, b) -> bool:
     return False
 
 
+def _only_widened(blk, b) -> bool:
+    """Every read of ``b`` in ``blk`` is ``(float)b[..]``."""
+    reads = [n for n in walk(blk) if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name == b]
+    widened = [w for n in walk(blk) if (w := _widened(n)) is not None and isinstance(w, N.Index)
+               and isinstance(w.base, N.Var) and w.base.name == b]
+    return bool(reads) and len(reads) == len(widened)
+
+
+def staged_dtype(plan: RowPlan, b: str) -> str:
+    """The element type of ``b``'s staged buffer: float for a widened bfloat16 operand."""
+    return "float32" if b in plan.widen else plan.dtypes[b]
+
+
 def pick_caps(program, func, plan: RowPlan, rows="auto") -> dict:
+    """Elements per staged buffer. A widened bfloat16 buffer takes one more NRAM share: the
+    bfloat16 copy it is converted from (rows: as many elements as the buffer; the WRAM operand:
+    ``caps["<b>@chunk"]`` elements of bfloat16 and of float, converted chunk by chunk)."""
     nram_have = U.static_bytes(program, func, "nram")
     wram_have = U.static_bytes(program, func, "wram")
     nb = [b for b in plan.dtypes if b not in plan.wram]
     wb = [b for b in plan.dtypes if b in plan.wram]
     caps = {}
-    nbudget = (U.NRAM_BYTES * 3 // 4 - nram_have) // max(1, len(nb) + plan.scratch)
+    nbudget = (U.NRAM_BYTES * 3 // 4 - nram_have) // max(1, len(nb) + plan.scratch + len(plan.widen))
     wbudget = (U.WRAM_BYTES * 3 // 4 - wram_have) // max(1, len(wb))
     for b in nb:
-        caps[b] = _pow2_floor(nbudget // U.ELEM_BYTES[plan.dtypes[b]])
+        caps[b] = _pow2_floor(nbudget // U.ELEM_BYTES[staged_dtype(plan, b)])
     for b in wb:
-        caps[b] = _pow2_floor(wbudget // U.ELEM_BYTES[plan.dtypes[b]])
+        caps[b] = _pow2_floor(wbudget // U.ELEM_BYTES[staged_dtype(plan, b)])
+        if b in plan.widen:
+            caps[b + "@chunk"] = _pow2_floor(nbudget // (U.ELEM_BYTES["bfloat16"] + U.ELEM_BYTES["float32"]))
     for b, c in caps.items():
         if c < 32:
             raise PassError(NAME, f"staging buffer '{b}' does not fit on chip", plan.loop)
@@ -365,8 +388,23 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
     rn = U.fresh(func, f"{i}_n")
     rb = U.fresh(func, f"{i}_rows")
     names = {b: U.fresh(func, f"{b}_{'wram' if b in plan.wram else 'nram'}") for b in plan.dtypes}
-    decls = [N.Decl(names[b], N.Array(N.Scalar(plan.dtypes[b]), (U.C(caps[b]),)),
+    decls = [N.Decl(names[b], N.Array(N.Scalar(staged_dtype(plan, b)), (U.C(caps[b]),)),
                     scope="wram" if b in plan.wram else "nram") for b in plan.dtypes]
+    # a widened bfloat16 operand: its bfloat16 copy in NRAM (the WRAM operand: a chunk of it and the
+    # chunk widened, on its way to WRAM)
+    raw = {b: U.fresh(func, f"{b}_bf16") for b in sorted(plan.widen)}
+    wide = {b: U.fresh(func, f"{b}_f32") for b in sorted(plan.widen) if b in plan.wram}
+    for b in sorted(plan.widen):
+        n = caps[b + "@chunk"] if b in plan.wram else caps[b]
+        decls.append(N.Decl(raw[b], N.Array(N.Scalar("bfloat16"), (U.C(n),)), scope="nram"))
+        if b in wide:
+            decls.append(N.Decl(wide[b], N.Array(N.Scalar("float32"), (U.C(n),)), scope="nram"))
+
+    def widen_loop(dst, src, count):
+        """for (t = 0; t < count; ++t) dst[t] = (float)src[t]; (exact: a bfloat16 is a float's upper half)"""
+        t = U.fresh(func, "xw")
+        return N.For(t, U.C(0), count, U.C(1), N.Block((N.Assign(N.Index(N.Var(dst), N.Var(t)), "=", N.Cast(
+            N.Scalar("float32", "float"), N.Index(N.Var(src), N.Var(t)))),)), var_type=N.Scalar("int32", "int"))
 
     def restage(n):
         if isinstance(n, N.Index) and isinstance(n.base, N.Var) and n.base.name in names:
@@ -391,8 +429,10 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
         return N.BinOp("+", N.Var(b), U.mul(N.Cast(N.Scalar("int64", "long"), N.Var(plan.batch[0])), plan.boff[b]))
     per_block = [U.int_decl(rn, N.Intrinsic("min", (N.Var(rb), N.BinOp("-", loop.hi, N.Var(r0)))))]
     for b, S in plan.row.items():
-        per_block.append(U.call("__memcpy", N.Var(names[b]), N.BinOp("+", base(b), U.mul(N.Var(r0), S)),
+        per_block.append(U.call("__memcpy", N.Var(raw.get(b, names[b])), N.BinOp("+", base(b), U.mul(N.Var(r0), S)),
                                 sz(b, U.mul(N.Var(rn), S)), N.Var(dir_in[b])))
+        if b in plan.widen:
+            per_block.append(widen_loop(names[b], raw[b], U.mul(N.Var(rn), S)))
     per_block.append(inner)
     for b, S in plan.row.items():
         if b in plan.written:
@@ -414,7 +454,23 @@ def stage_rows(program, func, plan: RowPlan, caps: dict) -> N.Func:
     staged = [U.int_decl(rb, rows_expr)]
     per_batch = []
     for b, ext in plan.inv.items():
-        per_batch.append(U.call("__memcpy", N.Var(names[b]), base(b), sz(b, ext), N.Var(dir_in[b])))
+        if b in wide:
+            # GDRAM -> NRAM (bfloat16) -> NRAM (float) -> WRAM, one chunk at a time
+            ch = caps[b + "@chunk"]
+            x0, xn = U.fresh(func, f"{b}_c"), U.fresh(func, f"{b}_cn")
+            body_c = [U.int_decl(xn, N.Intrinsic("min", (U.C(ch), N.BinOp("-", ext, N.Var(x0))))),
+                      U.call("__memcpy", N.Var(raw[b]), N.BinOp("+", base(b), N.Var(x0)), sz(b, N.Var(xn)),
+                             N.Var("GDRAM2NRAM")),
+                      widen_loop(wide[b], raw[b], N.Var(xn)),
+                      U.call("__memcpy", N.BinOp("+", N.Var(names[b]), N.Var(x0)), N.Var(wide[b]),
+                             N.BinOp("*", N.Var(xn), U.sizeof("float32")), N.Var("NRAM2WRAM"))]
+            per_batch.append(N.For(x0, U.C(0), ext, U.C(ch), N.Block(tuple(body_c)),
+                                   var_type=N.Scalar("int32", "int"), loc=loop.loc))
+        elif b in plan.widen:
+            per_batch.append(U.call("__memcpy", N.Var(raw[b]), base(b), sz(b, ext), N.Var(dir_in[b])))
+            per_batch.append(widen_loop(names[b], raw[b], ext))
+        else:
+            per_batch.append(U.call("__memcpy", N.Var(names[b]), base(b), sz(b, ext), N.Var(dir_in[b])))
     per_batch.append(block_loop)
     if plan.batch is None:
         staged += per_batch
@@ -656,7 +712,12 @@ def matmul_sites(program, func, ops=None):
             continue
         dts = [U.scalar_dtype(bufs[b].type.elem) for b in m[2]]      # C, A, B
         widened, acc = m[3] if len(m) > 3 else (False, None)
-        if widened:
+        if widened and dts == ["float32"] * 3:
+            # float buffers read through (float): the cache pass's widened bfloat16 operands
+            # (the cast of a float is the float): the float form, a float accumulator only
+            if acc not in (None, "float32"):
+                continue
+        elif widened:
             # (float dst, half, half): half x half products are exact in float and the sums are
             # float, as in the loop; a float accumulator into a float C only
             if dts != ["float32", "float16", "float16"] or acc not in (None, "float32"):
