@@ -144,3 +144,54 @@ def test_a_real_migration_with_tune_and_a_5_s_budget_stays_under_its_bound(tmp_p
     assert all(e.get("not_evaluated") == "budget" for e in tune if e["kind"] == "not_evaluated")
     if r.verified:   # the untuned kernel, or one the search measured before the cap
         assert any(e["kind"] == "result" for e in tune) or any(d.code == "XP4020" for d in r.diagnostics)
+
+
+def test_a_search_left_unfinished_leaves_no_cap_on_later_proofs():
+    """The search caps its own proofs (smt.until) while it expands and applies steps. A search
+    generator suspended at its yield -- or abandoned there, as a migration that stops does -- must
+    not leave that cap on the process: it did (a global held across the yield), and once the budget
+    had passed every later Z3 query of the process answered unknown at once, so unrelated passes
+    refused (6 test_pass_unband_conv failures in one full run, 2026-12-06)."""
+    import z3
+    from xpiler.ir import smt
+
+    strat = MCTSStrategy(untuned(), target="c", ctx=StepContext(), budget_s=0.5, max_evals=1000, seed=0,
+                         log=Log(), source=MODEL)
+    ev = Evaluator(lambda st, tag: Job(tag, st.text, None, 120.0), MODEL, pool=LocalPool(1),
+                   run=slow_after(1000, 0.0, True, []))
+    run = strat.run()
+    proposals = run.send(None)                    # the untuned kernel
+    proposals = run.send(ev.answer(proposals))    # the first round: suspended at the yield
+    assert proposals and all(p.tag.startswith("tune") for p in proposals)
+    time.sleep(0.6)                               # the search's budget has passed
+    x = z3.Int("x")
+    s = smt.solver(2000)
+    s.add(x * x + 3 * x == 2 * x * x - 7, x > 100)   # unsat, but not by simplification alone
+    assert s.check() == z3.unsat
+    run.close()
+
+
+def test_a_cap_held_in_another_thread_does_not_reach_this_one():
+    """smt.until is per thread (a context variable): one search's cap, held while it expands in
+    its thread, leaves another thread's proofs (another migration in a Dask worker) their budget."""
+    import threading
+    import z3
+    from xpiler.ir import smt
+
+    held, release = threading.Event(), threading.Event()
+
+    def search():
+        with smt.until(time.monotonic() - 1.0):   # already past
+            held.set()
+            release.wait(10)
+    t = threading.Thread(target=search)
+    t.start()
+    try:
+        assert held.wait(10)
+        x = z3.Int("x")
+        s = smt.solver(2000)
+        s.add(x * x + 3 * x == 2 * x * x - 7, x > 100)
+        assert s.check() == z3.unsat
+    finally:
+        release.set()
+        t.join()

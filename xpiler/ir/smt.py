@@ -39,6 +39,7 @@ from __future__ import annotations
 import time
 import weakref
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import z3
 
@@ -46,18 +47,22 @@ from .. import deadline as _migration
 
 RLIMIT_PER_MS = 8000
 WALL_FACTOR = 30
-_deadline: float | None = None       # time.monotonic() past which a new query gets no budget
+#: time.monotonic() past which a new query gets no budget. A context variable, not a global: a
+#: search's cap held in one thread (or left open by a search generator never resumed) must not
+#: make every later query of the process refuse (docs/decisions.md, 2026-12-06, "until leaked").
+_DEADLINE: ContextVar = ContextVar("xpiler_smt_until", default=None)
 
 
 @contextmanager
 def until(t_end: float):
-    """Queries made after ``t_end`` (``time.monotonic()``) inside this block answer unknown at once."""
-    global _deadline
-    old, _deadline = _deadline, t_end if _deadline is None else min(_deadline, t_end)
+    """Queries made after ``t_end`` (``time.monotonic()``) inside this block, in this thread,
+    answer unknown at once. Hold it around synchronous code only (never across a ``yield``)."""
+    old = _DEADLINE.get()
+    token = _DEADLINE.set(t_end if old is None else min(old, t_end))
     try:
         yield
     finally:
-        _deadline = old
+        _DEADLINE.reset(token)
 
 
 def limit(solver, budget_ms: int):
@@ -65,7 +70,8 @@ def limit(solver, budget_ms: int):
     returns the solver. Under the migration's deadline the timeout is at most the time left
     (module doc) and the solver's ``check`` raises once that deadline has passed."""
     _migration.check("a Z3 query")
-    if _deadline is not None and time.monotonic() >= _deadline:
+    cap = _DEADLINE.get()
+    if cap is not None and time.monotonic() >= cap:
         solver.set("rlimit", 1)          # (0 would mean no limit)
         solver.set("timeout", 1)
         return solver

@@ -255,17 +255,18 @@ class MCTSStrategy:
                              max_evals=self.max_evals, batch=self.batch, min_round_s=max(MIN_ROUND_S, root_took))
         answer = None
         # past the cap, the analyses of a step being expanded or applied refuse at once (smt.until):
-        # a slow proof must not hold the search past its budget; cleared before the chosen steps
-        # are re-applied
-        with smt.until(t0 + self.budget_s):
-            while True:
-                try:
+        # a slow proof must not hold the search past its budget. Held only while the search
+        # expands and applies (rounds.send), never across this generator's yield: held there, it
+        # stayed set for whatever the process ran next when the generator was left unfinished.
+        while True:
+            try:
+                with smt.until(t0 + self.budget_s):
                     todo = rounds.send(answer)
-                except StopIteration as stop:
-                    res: SearchResult = stop.value
-                    break
-                outcomes = yield self._proposals(todo, deadline)
-                answer = [o.evaluation for o in outcomes]
+            except StopIteration as stop:
+                res: SearchResult = stop.value
+                break
+            outcomes = yield self._proposals(todo, deadline)
+            answer = [o.evaluation for o in outcomes]
         return (yield from self._choose(res, root, root_eval))
 
     def _choose(self, res: SearchResult, root, root_eval: Evaluation):
