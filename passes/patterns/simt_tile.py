@@ -715,6 +715,39 @@ def launch_rowvec(ct: Contraction, dialect: str, T: int, cols: int | None = None
     return out
 
 
+def _mfma_head(tile: str) -> list[str]:
+    """The MFMA bodies' first lines: the two 16x16 LDS tiles of ``tile`` and the lane's place."""
+    return [f"__shared__ {tile} xp_As[256];", f"__shared__ {tile} xp_Bs[256];",
+            "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
+            "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+
+
+def _mfma_stage(Mx, Nx, Kx, la: str, lb: str, zero: str) -> list[str]:
+    """The k-slice loop's head: the wave stages A's and B's 16x16 slices (``zero`` outside the
+    problem), then a barrier; the MFMA step and :func:`_mfma_store` follow."""
+    return [f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
+            "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
+            "        const int xp_r = xp_t / 16;",
+            "        const int xp_c = xp_t % 16;",
+            f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : {zero};",
+            f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : {zero};",
+            "    }",
+            "    __syncthreads();"]
+
+
+def _mfma_store(ct: Contraction, E: Emit, b, Mx, Nx, val: str = "xp_acc[xp_e]") -> list[str]:
+    """The k-slice loop's end (a barrier) and the store of lane l's four elements D[4g+e][i]."""
+    return ["    __syncthreads();",
+            "}",
+            "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
+            "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
+            "    const int xp_c = xp_col0 + xp_li;",
+            f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
+            f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = {val};",
+            "    }",
+            "}"]
+
+
 def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = False, bf16: bool = False) -> str:
     """hip: one wave64 per 16x16 tile of C, K in LDS slices of 16. float32: four 16x16x4 steps
     per slice, lane l (i = l % 16, g = l / 16) supplying A[i][kk+g] / B[kk+g][i]. ``half`` (half x
@@ -742,10 +775,7 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = F
     E = Emit(ct, "hip")
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
-    tile = "_Float16" if half else "float"
-    L = [f"__shared__ {tile} xp_As[256];", f"__shared__ {tile} xp_Bs[256];",
-         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
-         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+    L = _mfma_head("_Float16" if half else "float")
     head = len(L)
     if half:
         la = f"(_Float16){via}{E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')}"
@@ -769,24 +799,8 @@ def mfma_body(ct: Contraction, half: bool = False, via: str = "", int8: bool = F
                         "        xp_acc = __builtin_amdgcn_mfma_f32_16x16x4f32(xp_a, xp_bv, xp_acc, 0, 0, 0);",
                         "    }"],
                        MV.plain_f32())
-    L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
-          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
-          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
-          "        const int xp_r = xp_t / 16;",
-          "        const int xp_c = xp_t % 16;",
-          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : {zero};",
-          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : {zero};",
-          "    }",
-          "    __syncthreads();"] + step + [
-          "    __syncthreads();",
-          "}",
-          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
-          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
-          "    const int xp_c = xp_col0 + xp_li;",
-          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
-          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_acc[xp_e];",
-          "    }",
-          "}"]
+    L += (["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};"] + _mfma_stage(Mx, Nx, Kx, la, lb, zero) + step
+          + _mfma_store(ct, E, b, Mx, Nx))
     return _batched(ct, E, L, head)
 
 
@@ -794,24 +808,14 @@ def _mfma_bf16_body(ct: Contraction) -> str:
     E = Emit(ct, "hip")
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
-    L = ["__shared__ unsigned short xp_As[256];", "__shared__ unsigned short xp_Bs[256];",
-         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
-         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+    L = _mfma_head("unsigned short")
     head = len(L)
 
     def bits(load):         # bfloat16 -> float is exact; the value's bits are the float's upper half
         return f"(unsigned short)(__float_as_uint((float){load}) >> 16)"
     la = bits(E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c'))
     lb = bits(E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c'))
-    L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};",
-          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
-          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
-          "        const int xp_r = xp_t / 16;",
-          "        const int xp_c = xp_t % 16;",
-          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : (unsigned short)0;",
-          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : (unsigned short)0;",
-          "    }",
-          "    __syncthreads();"] + MV.wrap([
+    L += ["floatx4 xp_acc = {0.0f, 0.0f, 0.0f, 0.0f};"] + _mfma_stage(Mx, Nx, Kx, la, lb, "(unsigned short)0") + MV.wrap([
           "    shortx4 xp_a;",
           "    shortx4 xp_bv;",
           "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
@@ -819,16 +823,7 @@ def _mfma_bf16_body(ct: Contraction) -> str:
           "        xp_bv[xp_e] = (short)xp_Bs[(4 * xp_g + xp_e) * 16 + xp_li];",
           "    }",
           "    xp_acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(xp_a, xp_bv, xp_acc, 0, 0, 0);"],
-          MV.plain_bf16()) + [
-          "    __syncthreads();",
-          "}",
-          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
-          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
-          "    const int xp_c = xp_col0 + xp_li;",
-          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
-          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = xp_acc[xp_e];",
-          "    }",
-          "}"]
+          MV.plain_bf16()) + _mfma_store(ct, E, b, Mx, Nx)
     return _batched(ct, E, L, head)
 
 
@@ -837,22 +832,13 @@ def _mfma_i8_body(ct: Contraction) -> str:
     Mx, Nx, Kx = E.ext("M"), E.ext("N"), E.ext("K")
     b = "xp_b" if ct.batch is not None else N.Const(0, "int32", "0")
     unsigned_a = ct.dtypes["A"] == "uint8"
-    L = ["__shared__ int8_t xp_As[256];", "__shared__ int8_t xp_Bs[256];",
-         "const int xp_l = threadIdx.x;", "const int xp_li = xp_l % 16;", "const int xp_g = xp_l / 16;",
-         "const int xp_row0 = blockIdx.y * 16;", "const int xp_col0 = blockIdx.x * 16;"]
+    L = _mfma_head("int8_t")
     head = len(L)
     la = E.load('A', b, 'xp_row0 + xp_r', 'xp_k0 + xp_c')
     la = f"(int8_t)((int){la} - 128)" if unsigned_a else la
     lb = E.load('B', b, 'xp_k0 + xp_r', 'xp_col0 + xp_c')
-    L += ["intx4 xp_acc = {0, 0, 0, 0};"] + (["unsigned xp_cs = 0u;"] if unsigned_a else []) + [
-          f"for (int xp_k0 = 0; xp_k0 < {Kx}; xp_k0 += 16) {{",
-          "    for (int xp_t = xp_l; xp_t < 256; xp_t += 64) {",
-          "        const int xp_r = xp_t / 16;",
-          "        const int xp_c = xp_t % 16;",
-          f"        xp_As[xp_t] = (xp_row0 + xp_r < {Mx} && xp_k0 + xp_c < {Kx}) ? {la} : (int8_t)0;",
-          f"        xp_Bs[xp_t] = (xp_k0 + xp_r < {Kx} && xp_col0 + xp_c < {Nx}) ? {lb} : (int8_t)0;",
-          "    }",
-          "    __syncthreads();"] + MV.wrap([
+    L += (["intx4 xp_acc = {0, 0, 0, 0};"] + (["unsigned xp_cs = 0u;"] if unsigned_a else [])
+          + _mfma_stage(Mx, Nx, Kx, la, lb, "(int8_t)0")) + MV.wrap([
           "    unsigned xp_a = 0u;",
           "    unsigned xp_bv = 0u;",
           "    for (int xp_e = 0; xp_e < 4; ++xp_e) {",
@@ -866,15 +852,7 @@ def _mfma_i8_body(ct: Contraction) -> str:
               "        xp_cs += (unsigned)xp_Bs[xp_kk * 16 + xp_li];",
               "    }"]
     val = "(int)((unsigned)xp_acc[xp_e] + 128u * xp_cs)" if unsigned_a else "xp_acc[xp_e]"
-    L += ["    __syncthreads();",
-          "}",
-          "for (int xp_e = 0; xp_e < 4; ++xp_e) {",
-          "    const int xp_r = xp_row0 + 4 * xp_g + xp_e;",
-          "    const int xp_c = xp_col0 + xp_li;",
-          f"    if (xp_r < {Mx} && xp_c < {Nx}) {{",
-          f"        {ct.C}[{E.e(ct.c_idx, b=b, i='xp_r', j='xp_c')}] = {val};",
-          "    }",
-          "}"]
+    L += _mfma_store(ct, E, b, Mx, Nx, val)
     return _batched(ct, E, L, head)
 
 
