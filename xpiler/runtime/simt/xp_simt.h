@@ -1625,30 +1625,41 @@ inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x4f32(float a, float b, xps_fl
   return d;
 }
 
-inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x16f16(xps_halfx4 a, xps_halfx4 b, xps_floatx4 c, int cbsz, int abid, int blgp,
-                                                        XPS_SITE) {
-  const char *what = "__builtin_amdgcn_mfma_f32_16x16x16f16";
-  ::xps::mfma_check(what, cbsz, abid, blgp, XPS_SITE_FWD);
-  ::xps::Fiber *me = ::xps::g.cur;
-  ::xps::Warp &w = ::xps::g.warps[me->warp];
-  memcpy(w.slot[me->lane], &a, 8);
-  memcpy(w.slot[me->lane] + 8, &b, 8);
-  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
+namespace xps {
+/* The 16x16x16 step of two-byte operands (f16, bf16): lane l supplies a[e] = A[i][4g+e] and
+ * b[e] = B[4g+e][i] (i = l % 16, g = l / 16) through the warp's slots; per output element the 16
+ * products, each operand widened to float by widen(), are added to c[e] one at a time in ascending k. */
+template <typename T, typename Widen>
+inline xps_floatx4 mfma_16x16x16_2byte(const void *a, const void *b, xps_floatx4 c, Widen widen, const char *what,
+                                       const char *file, int line) {
+  Fiber *me = g.cur;
+  Warp &w = g.warps[me->warp];
+  memcpy(w.slot[me->lane], a, 8);
+  memcpy(w.slot[me->lane] + 8, b, 8);
+  warp_barrier(full_mask(), what, file, line);
   unsigned i = me->lane % 16, gq = me->lane / 16;
   xps_floatx4 d;
   for (int e = 0; e < 4; ++e) {
     unsigned row = 4 * gq + e;
     float s = c[e];
     for (unsigned k = 0; k < 16; ++k) {
-      _Float16 av, bv;
+      T av, bv;
       memcpy(&av, w.slot[(k / 4) * 16 + row] + 2 * (k % 4), 2);     /* A[row][k] */
       memcpy(&bv, w.slot[(k / 4) * 16 + i] + 8 + 2 * (k % 4), 2);   /* B[k][i]   */
-      s += (float)av * (float)bv;
+      s += widen(av) * widen(bv);
     }
     d[e] = s;
   }
-  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
+  warp_barrier(full_mask(), what, file, line);
   return d;
+}
+}  // namespace xps
+
+inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x16f16(xps_halfx4 a, xps_halfx4 b, xps_floatx4 c, int cbsz, int abid, int blgp,
+                                                        XPS_SITE) {
+  const char *what = "__builtin_amdgcn_mfma_f32_16x16x16f16";
+  ::xps::mfma_check(what, cbsz, abid, blgp, XPS_SITE_FWD);
+  return ::xps::mfma_16x16x16_2byte<_Float16>(&a, &b, c, [](_Float16 v) { return (float)v; }, what, XPS_SITE_FWD);
 }
 
 /* 16x16x16bf16_1k: lane supplies a[e] = A[i][4g+e], b[e] = B[4g+e][i] as bfloat16 bit patterns
@@ -1660,26 +1671,8 @@ inline xps_floatx4 __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(xps_shortx4 a, xps_
                                                             int blgp, XPS_SITE) {
   const char *what = "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k";
   ::xps::mfma_check(what, cbsz, abid, blgp, XPS_SITE_FWD);
-  ::xps::Fiber *me = ::xps::g.cur;
-  ::xps::Warp &w = ::xps::g.warps[me->warp];
-  memcpy(w.slot[me->lane], &a, 8);
-  memcpy(w.slot[me->lane] + 8, &b, 8);
-  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
-  unsigned i = me->lane % 16, gq = me->lane / 16;
-  xps_floatx4 d;
-  for (int e = 0; e < 4; ++e) {
-    unsigned row = 4 * gq + e;
-    float s = c[e];
-    for (unsigned k = 0; k < 16; ++k) {
-      unsigned short ab, bb;
-      memcpy(&ab, w.slot[(k / 4) * 16 + row] + 2 * (k % 4), 2);     /* A[row][k] */
-      memcpy(&bb, w.slot[(k / 4) * 16 + i] + 8 + 2 * (k % 4), 2);   /* B[k][i]   */
-      s += __uint_as_float((unsigned)ab << 16) * __uint_as_float((unsigned)bb << 16);
-    }
-    d[e] = s;
-  }
-  ::xps::warp_barrier(::xps::full_mask(), what, XPS_SITE_FWD);
-  return d;
+  return ::xps::mfma_16x16x16_2byte<unsigned short>(
+      &a, &b, c, [](unsigned short v) { return __uint_as_float((unsigned)v << 16); }, what, XPS_SITE_FWD);
 }
 
 /* 16x16x16i8: lane supplies the four signed bytes a = A[i][4g..4g+3], b = B[4g..4g+3][i] packed
